@@ -1,0 +1,138 @@
+"""The `bugforge` command. Thin: parse arguments, call the library, print. Every user error is one
+line on stderr and a non-zero exit."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from bugforge.errors import BugforgeError
+
+console = Console(stderr=False, highlight=False)
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "textkit"
+
+
+def log(msg: str) -> None:
+    console.print(msg, style="dim", markup=False)
+
+
+def cmd_doctor(a) -> int:
+    from bugforge.engine import doctor
+    checks = doctor(a.python)
+    for c in checks:
+        mark = "[green]ok[/green]  " if c.ok else "[red]FAIL[/red]"
+        console.print(f"{mark} {c.name}: {c.detail}" + (f"\n       fix: {c.fix}" if not c.ok and c.fix else ""))
+    ok = all(c.ok for c in checks)
+    console.print("[green]engine ready[/green]" if ok else "[red]engine not ready[/red]")
+    return 0 if ok else 1
+
+
+def cmd_images_build(a) -> int:
+    from images import ensure_base_image
+    ca = "" if a.no_ca_bundle else a.ca_bundle
+    source = "bootstrap" if a.cmd == "bootstrap" else a.source
+    img = ensure_base_image(a.python, source=source, from_image=a.from_image, ca_bundle=ca, log=log)
+    how = "built" if img.built else "reused"
+    console.print(f"base image {img.tag} ({how}, via {img.source})")
+    return 0
+
+
+def cmd_factory_env(a) -> int:
+    from factory import build_environment
+    rec, reused = build_environment(a.repo, commit=a.commit, recipe_path=a.recipe, out=Path(a.out), runs=a.runs,
+                                    timeout=a.timeout, force=a.force, log=log)
+    print_env_summary(rec, reused)
+    return 0
+
+
+def print_env_summary(rec, reused: bool, per_test: bool = False) -> None:
+    from rich.table import Table
+    from factory.testmap import TestMap
+    if per_test:
+        t = Table(title=f"{rec.name}: per-test baseline ({rec.runs} runs)", show_lines=False)
+        for col in ("test", "outcome", "flaky", "seconds"):
+            t.add_column(col)
+        for tid, o in sorted(rec.tests.items()):
+            color = "green" if o.outcome == "passed" else "red" if o.outcome in ("failed", "error") else "yellow"
+            t.add_row(tid, f"[{color}]{o.outcome}[/{color}]", "yes" if o.flaky else "", f"{o.duration:.3f}")
+        console.print(t)
+    files, lines = TestMap.load(Path(rec.testmap)).size()
+    size_kb = Path(rec.testmap).stat().st_size / 1024
+    s = Table(title=f"environment {rec.name}" + (" (reused)" if reused else ""), show_header=False)
+    s.add_column(style="bold")
+    s.add_column()
+    s.add_row("image", rec.image)
+    s.add_row("python", rec.recipe.python)
+    s.add_row("tests", str(len(rec.tests)))
+    s.add_row("passing", str(len(rec.passing)))
+    s.add_row("failing/other", str(len(rec.tests) - len(rec.passing) - len(rec.flaky)))
+    s.add_row("flaky", str(len(rec.flaky)))
+    s.add_row("suite time", f"{rec.suite_seconds:.2f} s (in the container)")
+    s.add_row("coverage map", f"{files} files, {lines} lines, {size_kb:.1f} KiB")
+    s.add_row("record", str(Path(rec.testmap).parent / "env.json"))
+    console.print(s)
+
+
+def cmd_demo(a) -> int:
+    """The main job on the bundled example."""
+    from factory import build_environment
+    rec, reused = build_environment(str(EXAMPLE), out=Path(a.out), log=log)
+    print_env_summary(rec, reused, per_test=True)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bugforge", description="A containerized SWE-task factory and code-agent RL gym.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("doctor", help="check the Docker engine, disk and base image")
+    d.add_argument("--python", default="3.11")
+    d.set_defaults(func=cmd_doctor)
+
+    im = sub.add_parser("images", help="base images").add_subparsers(dest="cmd", required=True)
+    for name, help_ in (("build", "build the base image (registry, else offline bootstrap)"),
+                        ("bootstrap", "build the base image offline from a debootstrap root file system")):
+        b = im.add_parser(name, help=help_)
+        b.add_argument("--python", default="3.11", help="Python version (offline: 3.9, 3.11 or 3.13)")
+        if name == "build":
+            b.add_argument("--source", choices=["auto", "registry", "bootstrap"], default="auto")
+            b.add_argument("--from", dest="from_image", help="registry image with Python (default python:X-slim)")
+        else:
+            b.set_defaults(from_image=None)
+        b.add_argument("--ca-bundle", help="PEM bundle to trust inside images (default: the host's bundle)")
+        b.add_argument("--no-ca-bundle", action="store_true", help="inject no CA bundle")
+        b.set_defaults(func=cmd_images_build)
+
+    fa = sub.add_parser("factory", help="turn a repository into task instances").add_subparsers(dest="cmd", required=True)
+    e = fa.add_parser("env", help="environment image + baseline + per-test coverage map for a repository")
+    e.add_argument("repo", help="git URL, local path, or pypi:NAME==VERSION")
+    e.add_argument("--commit", help="commit, branch or tag (git sources)")
+    e.add_argument("--recipe", help="an edited recipe.json to use instead of detection")
+    e.add_argument("--out", default="runs", help="output directory (default: runs)")
+    e.add_argument("--runs", type=int, default=3, help="baseline runs, for flaky-test detection (default 3)")
+    e.add_argument("--timeout", type=float, default=900, help="seconds per baseline run (default 900)")
+    e.add_argument("--force", action="store_true", help="rebuild the record even if an identical one exists")
+    e.set_defaults(func=cmd_factory_env)
+
+    dm = sub.add_parser("demo", help="the main job on the bundled example repository")
+    dm.add_argument("--out", default="runs")
+    dm.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BugforgeError as e:
+        print(e.line(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; finished work is kept, rerun to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

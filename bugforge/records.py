@@ -1,0 +1,161 @@
+"""The typed records that cross stage boundaries. Every record is a dataclass that round-trips
+through JSON (`to_json` / `from_json`); JSONL files hold one record per line."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def to_dict(record: Any) -> dict:
+    return dataclasses.asdict(record)
+
+
+def from_dict(cls: type[T], data: dict) -> T:
+    """Build `cls` from a dict, refusing unknown keys (a typo in an edited file is an error, not a no-op)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)} for {cls.__name__}; known: {sorted(names)}")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            sub = _NESTED.get((cls.__name__, f.name))
+            if sub is not None and isinstance(value, dict):
+                value = from_dict(sub, value)
+            elif sub is not None and isinstance(value, list):
+                value = [from_dict(sub, v) if isinstance(v, dict) else v for v in value]
+            kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def write_json(path: Path, record: Any) -> None:
+    """Write atomically: a crash never leaves half a file where a good one was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(to_dict(record) if dataclasses.is_dataclass(record) else record, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def append_jsonl(path: Path, record: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(to_dict(record) if dataclasses.is_dataclass(record) else record) + "\n")
+        f.flush()
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """All complete lines; a torn last line (a killed writer) is skipped, not fatal."""
+    rows = []
+    if not Path(path).exists():
+        return rows
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+@dataclass
+class Recipe:
+    """How to install a repository and run its tests. Detected automatically, written next to the
+    environment record, and editable: pass the edited file back with --recipe."""
+
+    python: str = "3.11"
+    """Python version of the environment (major.minor)."""
+    install: list[str] = field(default_factory=list)
+    """Shell commands run in /testbed, in order, each its own build step."""
+    pytest_args: list[str] = field(default_factory=list)
+    """Extra pytest arguments used by every test run (baseline, validation, grading)."""
+    test_files: list[str] = field(default_factory=list)
+    """Paths (files or directories) handed to pytest; empty means pytest's own discovery."""
+    notes: list[str] = field(default_factory=list)
+    """Why each choice was made, for the person reading or editing the recipe."""
+
+
+@dataclass
+class TestOutcome:
+    """One test across the baseline runs."""
+
+    outcome: str
+    """passed | failed | error | skipped | xfailed | xpassed, as in the first run."""
+    duration: float
+    """Seconds, the mean over runs."""
+    flaky: bool = False
+    """True when runs disagreed; a flaky test is never used as a label."""
+
+
+@dataclass
+class EnvRecord:
+    """An environment: the image in which a repository's tests run, and what they do there."""
+
+    name: str
+    source: str
+    """The repository as the user gave it (URL, path, pypi:NAME==VER)."""
+    source_commit: str
+    """Commit of the source (for sources that are not git repos: of the snapshot)."""
+    base_commit: str
+    """The single commit at /testbed in the image (and in `repo_dir` on the host)."""
+    repo_dir: str
+    image: str
+    base_image: str
+    recipe: Recipe
+    tests: dict[str, TestOutcome]
+    suite_seconds: float
+    """Wall time of one plain baseline run of the whole suite, inside the container."""
+    runs: int
+    testmap: str
+    """Path of the per-test coverage map (see factory.testmap)."""
+    key: str
+    """Hash of (source commit, recipe, base image): equal keys mean an unchanged environment."""
+    created_at: str = ""
+    history_dir: str | None = None
+    """A clone with the source's history (for history-revert bugs), when the source has one."""
+
+    @property
+    def passing(self) -> list[str]:
+        return sorted(t for t, o in self.tests.items() if o.outcome == "passed" and not o.flaky)
+
+    @property
+    def flaky(self) -> list[str]:
+        return sorted(t for t, o in self.tests.items() if o.flaky)
+
+
+_NESTED: dict[tuple[str, str], type] = {("EnvRecord", "recipe"): Recipe}
+
+
+def load_env(path: Path) -> EnvRecord:
+    data = json.loads(Path(path).read_text())
+    tests = {k: TestOutcome(**v) for k, v in data.pop("tests", {}).items()}
+    rec = from_dict(EnvRecord, data | {"tests": {}})
+    rec.tests = tests
+    return rec
+
+
+@dataclass
+class TestRun:
+    """What one pytest run inside a container produced, read from bugforge's structured report."""
+
+    outcomes: dict[str, str] = field(default_factory=dict)
+    """node id -> passed | failed | error | skipped | xfailed | xpassed."""
+    durations: dict[str, float] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
+    """node id -> the failure's location and message (for problem statements)."""
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    exit_code: int | None = None
+    timed_out: bool = False
+    running: str | None = None
+    """The test that was running when the run was killed, if any."""
+    wall: float = 0.0
+    log_tail: str = ""

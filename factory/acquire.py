@@ -1,0 +1,154 @@
+"""Acquire a repository from a git URL, a local path (git or not) or `pypi:NAME==VER`, and turn it into
+a *snapshot*: a fresh git repository with one deterministic commit holding the tree. The snapshot is
+what goes to /testbed in the image; it has no history an agent could mine for the fix."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from bugforge.errors import BugforgeError
+
+SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".tox", ".nox", ".venv", "venv", "build", "dist",
+             ".mypy_cache", ".ruff_cache", ".eggs", ".hypothesis"}
+FIXED_DATE = "2000-01-01T00:00:00+0000"
+GIT_ENV = {"GIT_AUTHOR_NAME": "bugforge", "GIT_AUTHOR_EMAIL": "bugforge@localhost",
+           "GIT_COMMITTER_NAME": "bugforge", "GIT_COMMITTER_EMAIL": "bugforge@localhost",
+           "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
+
+
+@dataclass
+class Acquired:
+    name: str
+    source: str
+    source_commit: str
+    history_dir: str | None
+    """A clone with the source's history (for history-revert bugs); None when there is none."""
+
+
+def cache_home() -> Path:
+    return Path(os.environ.get("BUGFORGE_HOME", Path.home() / ".cache" / "bugforge"))
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.") or "repo"
+
+
+def acquire(source: str, commit: str | None, dest: Path) -> Acquired:
+    """Put the tree of `source` at `commit` into `dest` as a snapshot repository."""
+    if source.startswith("pypi:"):
+        return _from_pypi(source, dest)
+    path = Path(source).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise BugforgeError(f"{source} is a file, not a repository", "pass a directory, git URL or pypi:NAME==VER")
+        if (path / ".git").exists():
+            return _from_git(str(path.resolve()), commit, dest, name=path.resolve().name)
+        if commit:
+            raise BugforgeError(f"--commit {commit} given but {source} is not a git repository",
+                                "drop --commit, or point at a git repository")
+        _copy_tree(path, dest)
+        c = snapshot(dest, f"snapshot of {path.resolve().name}")
+        return Acquired(path.resolve().name, source, c, None)
+    if re.match(r"^(https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:", source):
+        name = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
+        return _from_git(source, commit, dest, name=name)
+    raise BugforgeError(f"{source!r} is not an existing path, a git URL or pypi:NAME==VERSION",
+                        "check the spelling of the repository argument")
+
+
+def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
+    mirror = cache_home() / "clones" / f"{slug(name)}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+    try:
+        if mirror.exists():
+            repo = git.Repo(mirror)
+            if not Path(url).exists():
+                repo.git.fetch("--all", "--tags", "--quiet")
+        else:
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
+            repo = git.Repo.clone_from(url, tmp / "r", no_checkout=True)
+            (tmp / "r").rename(mirror)
+            shutil.rmtree(tmp, ignore_errors=True)
+            repo = git.Repo(mirror)
+    except git.GitCommandError as e:
+        msg = (e.stderr or str(e)).strip().splitlines()
+        raise BugforgeError(f"cannot clone {url}: {msg[-1] if msg else e}",
+                            "check the URL and that the host is reachable") from None
+    ref = commit or "HEAD"
+    if not Path(url).exists() and commit is None:
+        ref = "origin/HEAD" if "origin/HEAD" in [r.name for r in repo.refs] else "HEAD"
+    try:
+        sha = repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        sha = ""
+    if not sha:
+        raise BugforgeError(f"commit {ref!r} does not exist in {url}", "pass an existing commit, branch or tag")
+    dest.mkdir(parents=True, exist_ok=True)
+    data = subprocess.run(["git", "-C", str(mirror), "archive", sha], capture_output=True, check=True).stdout
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        f.seek(0)
+        with tarfile.open(fileobj=f) as tar:
+            tar.extractall(dest, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
+    snapshot(dest, f"snapshot of {name} at {sha}")
+    return Acquired(name, url, sha, str(mirror))
+
+
+def _from_pypi(source: str, dest: Path) -> Acquired:
+    spec = source[len("pypi:"):]
+    if not re.match(r"^[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+$", spec):
+        raise BugforgeError(f"{source!r} is not of the form pypi:NAME==VERSION", "e.g. pypi:attrs==23.2.0")
+    name = spec.split("==")[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
+                            "-q", "-d", tmp, spec], capture_output=True, text=True)
+        files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
+        if r.returncode != 0 or not files:
+            last = (r.stderr.strip().splitlines() or ["no sdist found"])[-1]
+            raise BugforgeError(f"cannot download the sdist of {spec}: {last}",
+                                "check the name and version on the package index")
+        extract = Path(tmp) / "x"
+        archive = files[0]
+        if archive.suffix == ".zip":
+            zipfile.ZipFile(archive).extractall(extract)
+        else:
+            with tarfile.open(archive) as tar:
+                tar.extractall(extract, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(extract)
+        roots = list(extract.iterdir())
+        top = roots[0] if len(roots) == 1 and roots[0].is_dir() else extract
+        _copy_tree(top, dest)
+    c = snapshot(dest, f"snapshot of {spec} (sdist)")
+    return Acquired(slug(name), source, c, None)
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    def ignore(d, names):
+        return [n for n in names if n in SKIP_DIRS or n.endswith((".pyc", ".egg-info"))]
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, ignore=ignore, symlinks=True)
+
+
+def snapshot(repo_dir: Path, message: str) -> str:
+    """Make `repo_dir` a git repository with exactly one commit of its tree (fixed author and date,
+    so the same tree always gives the same commit id). Objects stay loose, so a later layer can
+    remove single objects (see factory.export)."""
+    shutil.rmtree(repo_dir / ".git", ignore_errors=True)
+    env = {**os.environ, **GIT_ENV}
+    run = lambda *a: subprocess.run(["git", "-C", str(repo_dir), *a], env=env, check=True,  # noqa: E731
+                                    capture_output=True, text=True).stdout.strip()
+    run("init", "-q", "-b", "main")
+    run("config", "gc.auto", "0")
+    run("add", "-A", "-f", ".")
+    run("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+    return run("rev-parse", "HEAD")

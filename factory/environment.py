@@ -1,0 +1,147 @@
+"""Stage 1 of the factory: repository -> environment image -> trusted baseline -> per-test coverage map.
+
+`build_environment` is the entry point; it writes, under `out/NAME/`: env.json (the EnvRecord the
+next stages read), recipe.json (editable), testmap.json.gz, build.log and the snapshot repo/."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from bugforge.engine import require_disk
+from bugforge.errors import BugforgeError
+from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
+from factory.acquire import acquire, slug
+from factory.recipe import detect
+from factory.testmap import TestMap
+from images import build_image, ensure_base_image, image_exists
+from sandbox.testrun import run_tests
+
+Log = Callable[[str], None]
+ENV_DOCKERFILE_VERSION = "1"
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    try:
+        return from_dict(Recipe, json.loads(Path(path).read_text()))
+    except FileNotFoundError:
+        raise BugforgeError(f"recipe file {path} does not exist", "pass the recipe.json written by a previous run")
+    except (json.JSONDecodeError, ValueError, TypeError) as e:
+        raise BugforgeError(f"recipe file {path} is not a valid recipe: {e}", "fix the JSON, or drop --recipe")
+
+
+def env_dockerfile(base_image: str, recipe: Recipe) -> str:
+    lines = [f"# bugforge environment (format {ENV_DOCKERFILE_VERSION})", f"FROM {base_image}",
+             "COPY testbed /testbed"]
+    for cmd in recipe.install:
+        lines.append(f"RUN cd /testbed && {cmd}")
+    # Files the install created (egg-info, build outputs) must not show up in an agent's diff.
+    lines.append("RUN cd /testbed && git ls-files -o --exclude-standard | sed 's|^|/|' >> .git/info/exclude"
+                 " && git status --porcelain | head -n 20")
+    return "\n".join(lines) + "\n"
+
+
+def build_environment(source: str, *, commit: str | None = None, recipe_path: str | None = None,
+                      out: Path = Path("runs"), runs: int = 3, timeout: float = 900, force: bool = False,
+                      log: Log = print) -> tuple[EnvRecord, bool]:
+    """Build (or reuse) the environment of `source`. Returns (record, reused)."""
+    if runs < 2:
+        raise BugforgeError(f"--runs {runs} cannot detect flaky tests", "use --runs 2 or more (default 3)")
+    recipe_override = load_recipe(recipe_path) if recipe_path else None
+    staging = Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
+    shutil.rmtree(staging, ignore_errors=True)
+    log(f"acquire: {source}{' @ ' + commit if commit else ''}")
+    got = acquire(source, commit, staging / "repo")
+    env_dir = Path(out) / slug(got.name)
+    recipe = recipe_override or detect(staging / "repo")
+    base_commit = _head(staging / "repo")
+    base = ensure_base_image(recipe.python, log=log)
+    key = hashlib.sha256(json.dumps([base_commit, to_dict(recipe), base.tag, ENV_DOCKERFILE_VERSION,
+                                     runs]).encode()).hexdigest()
+    env_json = env_dir / "env.json"
+    if env_json.exists() and not force:
+        try:
+            old = load_env(env_json)
+        except (ValueError, KeyError, TypeError):
+            old = None
+        if old and old.key == key and image_exists(old.image) and Path(old.testmap).exists():
+            shutil.rmtree(staging, ignore_errors=True)
+            return old, True
+    # Replace the snapshot only now: a failure above leaves the previous environment untouched.
+    env_dir.mkdir(parents=True, exist_ok=True)
+    write_json(env_dir / "recipe.json", recipe)
+    tag = f"bugforge/env.{slug(got.name)}:{base_commit[:10]}-{key[:10]}"
+    if not image_exists(tag):
+        require_disk(3.0, "an environment image")
+        log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
+        build_image({"Dockerfile": env_dockerfile(base.tag, recipe).encode(), "testbed": staging / "repo"}, tag,
+                    labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
+                    log=lambda line: log("build: " + line), log_file=env_dir / "build.log",
+                    what=f"the environment of {got.name}")
+    else:
+        log(f"build: reusing {tag}")
+    tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, log=log)
+    testmap_path = env_dir / "testmap.json.gz"
+    testmap.save(testmap_path)
+    repo_dir = env_dir / "repo"
+    shutil.rmtree(repo_dir, ignore_errors=True)
+    (staging / "repo").rename(repo_dir)
+    shutil.rmtree(staging, ignore_errors=True)
+    record = EnvRecord(name=slug(got.name), source=source, source_commit=got.source_commit, base_commit=base_commit,
+                       repo_dir=str(repo_dir.resolve()), image=tag, base_image=base.tag, recipe=recipe, tests=tests,
+                       suite_seconds=round(suite_seconds, 3), runs=runs, testmap=str(testmap_path.resolve()), key=key,
+                       created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                       history_dir=got.history_dir)
+    write_json(env_json, record)
+    return record, False
+
+
+def _head(repo: Path) -> str:
+    import subprocess
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
+             log: Log = print) -> tuple[dict[str, TestOutcome], float, TestMap]:
+    """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs."""
+    results: list[TestRun] = []
+    raw_cov = None
+    for i in range(runs):
+        t0 = time.monotonic()
+        run, cov = run_tests(image, recipe.pytest_args, coverage=(i == 0), timeout=timeout,
+                             test_files=recipe.test_files)
+        if i == 0:
+            raw_cov = cov
+        log(f"baseline: run {i + 1}/{runs}{' (with coverage)' if i == 0 else ''}: {len(run.outcomes)} tests, "
+            f"{sum(o == 'passed' for o in run.outcomes.values())} passed, {time.monotonic() - t0:.1f} s")
+        _check_run(run, timeout)
+        results.append(run)
+    ids = sorted(set().union(*(r.outcomes for r in results)))
+    tests = {}
+    for t in ids:
+        seen = [r.outcomes.get(t, "missing") for r in results]
+        tests[t] = TestOutcome(outcome=seen[0], duration=round(statistics.mean(r.durations.get(t, 0.0) for r in results), 4),
+                               flaky=len(set(seen)) > 1)
+    plain = [r.wall for r in results[1:]]
+    return tests, statistics.median(plain), TestMap.from_coverage(raw_cov or {})
+
+
+def _check_run(run: TestRun, timeout: float) -> None:
+    if run.timed_out:
+        where = f" (still running: {run.running})" if run.running else ""
+        raise BugforgeError(f"the test suite did not finish within {timeout:.0f} s{where}",
+                            "raise --timeout, or add '--deselect <test id>' to pytest_args in recipe.json and pass --recipe")
+    if not run.outcomes:
+        if run.collect_errors:
+            where, msg = next(iter(run.collect_errors.items()))
+            raise BugforgeError(f"no test ran: collecting {where} failed: {msg.strip().splitlines()[-1][:300] if msg.strip() else ''}",
+                                "fix the recipe's install steps (recipe.json, then --recipe)")
+        tail = " | ".join(run.log_tail.strip().splitlines()[-3:])
+        raise BugforgeError(f"no tests found (pytest exit code {run.exit_code}: {tail[-300:]})",
+                            "point at a repository with a pytest or unittest suite, or set test_files in recipe.json")

@@ -1,0 +1,139 @@
+"""Run pytest inside a container and read per-test outcomes from bugforge's structured report
+(factory/probe.py), never from console text. Used by the factory's baseline and validation and by
+grading, so every stage sees tests the same way."""
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tarfile
+import time
+from pathlib import Path
+
+import docker.errors
+import requests
+
+from bugforge.engine import LABEL, client
+from bugforge.records import TestRun
+
+PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
+OUT = "/tmp/bugforge-out"
+PROBE_DIR = "/opt/bugforge"
+
+
+def probe_archive() -> bytes:
+    """A tar holding the probe plugin, to put into any container at /opt/bugforge."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = PROBE.read_bytes()
+        info = tarfile.TarInfo("bugforge_probe.py")
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
+                   test_files: list[str] | None = None, workdir: str = "/testbed") -> str:
+    """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all)."""
+    env = (f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
+           f"BUGFORGE_REPORT={OUT}/report.jsonl BUGFORGE_ROOT={workdir}")
+    if coverage:
+        env += f" BUGFORGE_COVERAGE={OUT}/coverage.json"
+    args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
+    if selection is not None:
+        env += f" BUGFORGE_SELECT={OUT}/select.txt"
+        files = sorted({t.split("::")[0] for t in selection})
+        args += files
+    elif test_files:
+        args += test_files
+    return f"mkdir -p {OUT} && cd {workdir} && {env} python -m pytest {' '.join(shlex.quote(a) for a in args)}"
+
+
+def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
+              coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
+              setup: str = "", workdir: str = "/testbed") -> tuple[TestRun, dict | None]:
+    """Run the suite (or `selection`) in a fresh container from `image` with no network.
+    Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}.
+    `setup` is a shell snippet run before pytest (e.g. applying a patch)."""
+    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir)
+    script = f"set -e; {setup}\n{cmd}" if setup else cmd
+    c = client().containers.create(image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"},
+                                   mem_limit="4g", pids_limit=2048, working_dir=workdir, user="root",
+                                   stop_signal="SIGKILL")
+    try:
+        c.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
+        if selection is not None:
+            c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
+        c.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
+        c.put_archive(PROBE_DIR, probe_archive())
+        start = time.monotonic()
+        c.start()
+        run = TestRun()
+        try:
+            status = c.wait(timeout=timeout)
+            run.exit_code = status.get("StatusCode")
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            run.timed_out = True
+            c.kill()
+        run.wall = time.monotonic() - start
+        run.log_tail = c.logs(tail=40).decode(errors="replace")
+        files = _read_out(c)
+        _parse_report(files.get("report.jsonl", b""), run)
+        cov = json.loads(files["coverage.json"]) if "coverage.json" in files else None
+        return run, cov
+    finally:
+        c.remove(force=True)
+
+
+def _dir_archive(name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.type, info.mode = tarfile.DIRTYPE, 0o777
+        tar.addfile(info)
+    return buf.getvalue()
+
+
+def _file_archive(name: str, data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _read_out(c) -> dict[str, bytes]:
+    try:
+        stream, _ = c.get_archive(OUT)
+    except docker.errors.NotFound:
+        return {}
+    buf = io.BytesIO(b"".join(stream))
+    out = {}
+    with tarfile.open(fileobj=buf) as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                out[m.name.split("/")[-1]] = tar.extractfile(m).read()
+    return out
+
+
+def _parse_report(data: bytes, run: TestRun) -> None:
+    started = None
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line from a killed run
+        ev = r.get("event")
+        if ev == "start":
+            started = r["nodeid"]
+        elif ev == "test":
+            run.outcomes[r["nodeid"]] = r["outcome"]
+            run.durations[r["nodeid"]] = r["duration"]
+            if r.get("message"):
+                run.messages[r["nodeid"]] = r["message"]
+            started = None
+        elif ev == "collect_error":
+            run.collect_errors[r["nodeid"]] = r.get("message", "")
+    if run.timed_out:
+        run.running = started
