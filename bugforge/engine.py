@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 from dataclasses import dataclass
 
@@ -41,7 +42,9 @@ def free_gb(c: docker.DockerClient | None = None) -> float:
 
 
 def require_disk(need_gb: float, what: str) -> None:
-    """Refuse to start a build that cannot finish for lack of disk."""
+    """Refuse to start a build that cannot finish for lack of disk. BUGFORGE_DISK_RESERVE_GB adds a
+    reserve that must stay free on top of what the build needs."""
+    need_gb += float(os.environ.get("BUGFORGE_DISK_RESERVE_GB", "0") or 0)
     have = free_gb()
     if have < need_gb:
         raise BugforgeError(

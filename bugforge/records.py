@@ -88,6 +88,8 @@ class Recipe:
 class TestOutcome:
     """One test across the baseline runs."""
 
+    __test__ = False  # not a pytest test class
+
     outcome: str
     """passed | failed | error | skipped | xfailed | xpassed, as in the first run."""
     duration: float
@@ -146,6 +148,8 @@ def load_env(path: Path) -> EnvRecord:
 @dataclass
 class TestRun:
     """What one pytest run inside a container produced, read from bugforge's structured report."""
+
+    __test__ = False  # not a pytest test class
 
     outcomes: dict[str, str] = field(default_factory=dict)
     """node id -> passed | failed | error | skipped | xfailed | xpassed."""

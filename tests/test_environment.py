@@ -1,0 +1,168 @@
+"""Issue 3: acquire, recipe detection for the common project shapes, environment image, baseline with
+flaky detection, per-test coverage map, and the bad-input errors. Real images, containers and repos."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bugforge.errors import BugforgeError
+from bugforge.records import load_env
+from factory import build_environment
+from factory.recipe import detect
+from factory.testmap import TestMap
+from tests.conftest import MINI, git_repo, write_tree
+
+
+def bugforge(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=900)
+
+
+# --- recipe detection, one project shape each -------------------------------------------------
+
+def test_recipe_pyproject_with_extras(tmp_path):
+    r = detect(write_tree(tmp_path, {"pyproject.toml": """
+        [build-system]
+        requires = ["hatchling"]
+        build-backend = "hatchling.build"
+        [project]
+        name = "p"
+        version = "1"
+        requires-python = ">=3.12"
+        [project.optional-dependencies]
+        tests = ["hypothesis"]
+        docs = ["sphinx"]
+        """}))
+    assert r.install[0] == "pip install -e '.[tests]' || pip install '.[tests]'"
+    assert r.python == "3.13"  # the first buildable version satisfying >=3.12
+
+
+def test_recipe_setup_py_and_setup_cfg(tmp_path):
+    r = detect(write_tree(tmp_path, {
+        "setup.py": "from setuptools import setup\nsetup(tests_require=['mock>=4'], extras_require={'testing': ['pytest']})\n",
+        "setup.cfg": "[metadata]\nname = s\nclassifiers =\n    Programming Language :: Python :: 3.9\n"
+                     "[options]\ntests_require =\n    freezegun\n"}))
+    assert r.install[0] == "pip install -e '.[testing]' || pip install '.[testing]'"
+    assert "pip install freezegun 'mock>=4'" in r.install
+    assert r.python == "3.9"
+
+
+def test_recipe_requirements_files_and_dependency_groups(tmp_path):
+    r = detect(write_tree(tmp_path, {
+        "requirements.txt": "attrs\n", "requirements-dev.txt": "pytest\n",
+        "pyproject.toml": "[dependency-groups]\ntest = ['pytest>=8', {include-group = 'lint'}]\nlint = ['ruff']\n"}))
+    assert r.install[0] == "pip install -r requirements.txt"
+    assert "pip install 'pytest>=8' ruff" in r.install
+    assert "pip install -r requirements-dev.txt" in r.install
+
+
+def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path):
+    r = detect(write_tree(tmp_path, {
+        "setup.py": "from setuptools import setup\nsetup(name='x')\n",
+        "pytest.ini": "[pytest]\naddopts = --cov=x --cov-report term -n 4 --strict-markers\ntimeout = 30\n"}))
+    plugins = next(c for c in r.install if c.startswith("pip install pytest-"))
+    assert {"pytest-cov", "pytest-xdist", "pytest-timeout"} <= set(plugins.replace(" || true", "").split()[2:])
+    i = r.pytest_args.index("-o")
+    assert r.pytest_args[i + 1] == "addopts=--strict-markers"
+
+
+def test_recipe_src_layout_and_unittest_style(tmp_path):
+    r = detect(write_tree(tmp_path, {
+        "setup.cfg": "[metadata]\nname = u\n[options]\npackage_dir =\n    =src\n",
+        "setup.py": "from setuptools import setup\nsetup()\n",
+        "src/u/__init__.py": "",
+        "tests/testbasic.py": "import unittest\nclass T(unittest.TestCase):\n    def test_a(self): pass\n"}))
+    assert r.install[0].startswith("pip install -e .")
+    assert "python_files=test*.py *_test.py tests.py" in r.pytest_args
+
+
+# --- end to end, real containers -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    return tmp_path_factory.mktemp("runs")
+
+
+def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
+    repo = git_repo(tmp_path / "mini", MINI)
+    rec, reused = build_environment(str(repo), out=out, log=lambda m: None)
+    assert not reused
+    assert set(rec.tests) == {"tests/test_mini.py::test_f", "tests/test_mini.py::test_g",
+                              "tests/test_mini.py::test_constant"}
+    assert rec.passing == sorted(rec.tests) and rec.flaky == []
+    assert load_env(out / "mini" / "env.json").image == rec.image
+    m = TestMap.load(Path(rec.testmap))
+    # f's body is lines 2-3, g's is line 7: each maps to exactly the test that calls it
+    assert m.tests_touching("src/mini/__init__.py", {2, 3}) == {"tests/test_mini.py::test_f"}
+    assert m.tests_touching("src/mini/__init__.py", {7}) == {"tests/test_mini.py::test_g"}
+    assert "tests/test_mini.py::test_constant" not in m.tests_touching("src/mini/__init__.py", range(1, 8))
+    assert m.covered_lines("src/mini/__init__.py") == {2, 3, 7}
+    # /testbed in the image is the snapshot commit, clean
+    from bugforge.engine import client
+    out_ = client().containers.run(rec.image, ["bash", "-c", "git rev-parse HEAD; git status --porcelain"],
+                                   remove=True, network_mode="none").decode().split()
+    assert out_ == [rec.base_commit]
+    # unchanged: reused, no rebuild
+    again, reused = build_environment(str(repo), out=out, log=lambda m: None)
+    assert reused and again.image == rec.image
+
+
+def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out):
+    files = dict(MINI)
+    files["tests/test_flaky.py"] = """
+        import sys
+
+
+        def test_depends_on_the_tracer():
+            # Passes in plain runs, fails under a tracer: its outcome differs between baseline runs.
+            assert sys.gettrace() is None
+        """
+    repo = git_repo(tmp_path / "flaky", files)
+    rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
+    assert rec.flaky == ["tests/test_flaky.py::test_depends_on_the_tracer"]
+    assert "tests/test_flaky.py::test_depends_on_the_tracer" not in rec.passing
+
+
+def test_failing_install_names_the_step(base_image, tmp_path, out):
+    files = dict(MINI)
+    files["requirements-test.txt"] = "this-package-does-not-exist-bugforge==0.0.1\n"
+    repo = git_repo(tmp_path / "badinstall", files)
+    with pytest.raises(BugforgeError) as e:
+        build_environment(str(repo), out=out, log=lambda m: None)
+    assert "pip install -r requirements-test.txt" in e.value.what
+    assert "building the environment of badinstall failed" in e.value.what
+    assert not (out / "badinstall" / "env.json").exists()
+
+
+def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path, out):
+    files = dict(MINI)
+    files["pytest.ini"] = "[pytest]\naddopts = -p bugforge_no_such_plugin\n"
+    repo = git_repo(tmp_path / "noplugin", files)
+    rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
+    assert len(rec.passing) == 3
+    assert rec.recipe.pytest_args[-2:] == ["-o", "addopts="]
+    assert any("neutralised" in n for n in rec.recipe.notes)
+
+
+@pytest.mark.parametrize("args,expect", [
+    (["https://nonexistent.invalid/x/y.git"], "cannot clone https://nonexistent.invalid/x/y.git"),
+    (["{repo}", "--commit", "deadbeef"], "commit 'deadbeef' does not exist"),
+    (["{empty}"], "no tests found"),
+    (["{hang}", "--timeout", "8", "--runs", "2"], "did not finish within 8 s (still running: tests/test_hang.py::test_forever)"),
+    (["pypi:nonsense"], "is not of the form pypi:NAME==VERSION"),
+])
+def test_bad_input_is_one_clear_line(base_image, tmp_path, args, expect):
+    repo = git_repo(tmp_path / "r", MINI)
+    empty = git_repo(tmp_path / "empty", {"README.md": "nothing here\n", "setup.py": "from setuptools import setup\nsetup(name='e')\n"})
+    hang = git_repo(tmp_path / "hang", {**MINI, "tests/test_hang.py": "import time\n\ndef test_forever():\n    time.sleep(3600)\n"})
+    args = [a.format(repo=repo, empty=empty, hang=hang) for a in args]
+    r = bugforge("factory", "env", *args, "--out", str(tmp_path / "out"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], r.stderr
+    assert not list((tmp_path / "out").glob("*/env.json"))  # nothing cached as good
