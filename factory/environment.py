@@ -20,7 +20,7 @@ from factory.acquire import acquire, slug
 from factory.recipe import detect
 from factory.testmap import TestMap
 from images import build_image, ensure_base_image, image_exists
-from sandbox.testrun import run_tests
+from sandbox.testrun import PROBE, run_tests
 
 Log = Callable[[str], None]
 ENV_DOCKERFILE_VERSION = "1"
@@ -61,8 +61,9 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     recipe = recipe_override or detect(staging / "repo")
     base_commit = _head(staging / "repo")
     base = ensure_base_image(recipe.python, log=log)
+    probe = hashlib.sha256(PROBE.read_bytes()).hexdigest()
     key = hashlib.sha256(json.dumps([base_commit, to_dict(recipe), base.tag, ENV_DOCKERFILE_VERSION,
-                                     runs]).encode()).hexdigest()
+                                     runs, probe]).encode()).hexdigest()
     env_json = env_dir / "env.json"
     if env_json.exists() and not force:
         try:

@@ -22,6 +22,8 @@ _root = os.environ.get("BUGFORGE_ROOT", "/testbed")
 _out = open(_report_path, "a", buffering=1) if _report_path else None
 _cov = None
 _results = {}
+_current = [""]  # the node id of the test running now
+_fixture_users = {}  # fixture name -> node ids of the tests that use it
 
 if _cov_path:
     import coverage
@@ -53,13 +55,29 @@ def _emit(record):
 def pytest_runtest_protocol(item, nextitem):
     _emit({"event": "start", "nodeid": item.nodeid, "t": time.time()})
     if _cov is not None:
+        for name in getattr(item, "fixturenames", ()):
+            _fixture_users.setdefault(name, []).append(item.nodeid)
         _cov.switch_context(item.nodeid)
+    _current[0] = item.nodeid
     yield
+    _current[0] = ""
     if _cov is not None:
         _cov.switch_context("")
     r = _results.pop(item.nodeid, None)
     if r is not None:
         _emit(r)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Lines run while setting up a fixture wider than one test belong to every test that uses it
+    (they run once, in whichever test comes first); give them a context of their own."""
+    wide = _cov is not None and fixturedef.scope != "function"
+    if wide:
+        _cov.switch_context("fixture:" + fixturedef.argname)
+    yield
+    if wide:
+        _cov.switch_context(_current[0])
 
 
 def pytest_runtest_logreport(report):
@@ -100,14 +118,19 @@ def pytest_sessionfinish(session, exitstatus):
         return
     _cov.stop()
     data = _cov.get_data()
-    files = {}
+    files, import_lines = {}, {}
     for path in data.measured_files():
         if not path.startswith(_root + "/"):
             continue
+        rel = os.path.relpath(path, _root)
         by_line = data.contexts_by_lineno(path)
         lines = {str(n): sorted(c for c in ctx if c) for n, ctx in by_line.items()}
         lines = {n: c for n, c in lines.items() if c}
         if lines:
-            files[os.path.relpath(path, _root)] = lines
+            files[rel] = lines
+        # lines run outside any test (imports, collection): a change there can affect every test
+        outside = sorted(n for n, ctx in by_line.items() if "" in ctx)
+        if outside:
+            import_lines[rel] = outside
     with open(_cov_path, "w") as f:
-        json.dump({"files": files}, f)
+        json.dump({"files": files, "import_lines": import_lines, "fixtures": _fixture_users}, f)

@@ -63,6 +63,28 @@ MINI = {
 
         def g(x):
             return x - 1
+
+
+        def h(x):
+            return x * 10
+        """,
+    "tests/test_shared.py": """
+        import pytest
+
+        from mini import h
+
+
+        @pytest.fixture(scope="module")
+        def ten():
+            return h(1)
+
+
+        def test_uses_ten(ten):
+            assert ten == 10
+
+
+        def test_uses_ten_too(ten):
+            assert ten + 1 == 11
         """,
     "tests/test_mini.py": """
         from mini import f, g

@@ -93,7 +93,8 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     rec, reused = build_environment(str(repo), out=out, log=lambda m: None)
     assert not reused
     assert set(rec.tests) == {"tests/test_mini.py::test_f", "tests/test_mini.py::test_g",
-                              "tests/test_mini.py::test_constant"}
+                              "tests/test_mini.py::test_constant", "tests/test_shared.py::test_uses_ten",
+                              "tests/test_shared.py::test_uses_ten_too"}
     assert rec.passing == sorted(rec.tests) and rec.flaky == []
     assert load_env(out / "mini" / "env.json").image == rec.image
     m = TestMap.load(Path(rec.testmap))
@@ -101,7 +102,12 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     assert m.tests_touching("src/mini/__init__.py", {2, 3}) == {"tests/test_mini.py::test_f"}
     assert m.tests_touching("src/mini/__init__.py", {7}) == {"tests/test_mini.py::test_g"}
     assert "tests/test_mini.py::test_constant" not in m.tests_touching("src/mini/__init__.py", range(1, 8))
-    assert m.covered_lines("src/mini/__init__.py") == {2, 3, 7}
+    assert m.covered_lines("src/mini/__init__.py") == {2, 3, 7, 11}
+    # h (line 11) runs once, in a module-scoped fixture: it belongs to every test using the fixture
+    assert m.tests_touching("src/mini/__init__.py", {11}) == {"tests/test_shared.py::test_uses_ten",
+                                                              "tests/test_shared.py::test_uses_ten_too"}
+    assert m.decides("src/mini/__init__.py", {2, 3})
+    assert not m.decides("src/mini/__init__.py", {1})  # a def line runs at import time
     # /testbed in the image is the snapshot commit, clean
     from bugforge.engine import client
     out_ = client().containers.run(rec.image, ["bash", "-c", "git rev-parse HEAD; git status --porcelain"],
@@ -144,7 +150,7 @@ def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path,
     files["pytest.ini"] = "[pytest]\naddopts = -p bugforge_no_such_plugin\n"
     repo = git_repo(tmp_path / "noplugin", files)
     rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
-    assert len(rec.passing) == 3
+    assert len(rec.passing) == 5
     assert rec.recipe.pytest_args[-2:] == ["-o", "addopts="]
     assert any("neutralised" in n for n in rec.recipe.notes)
 
