@@ -75,11 +75,90 @@ def print_env_summary(rec, reused: bool, per_test: bool = False) -> None:
     console.print(s)
 
 
+class Bars:
+    """A rich progress bar per phase, fed by the library's (phase, done, total) callbacks."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=console, transient=False)
+        self.tasks = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.p.add_task(phase, total=total)
+        self.p.update(self.tasks[phase], completed=done, total=total)
+
+    def __enter__(self):
+        self.p.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.p.stop()
+
+
+def lm_config(a):
+    if not getattr(a, "lm_model", None):
+        return None
+    from factory.lm_bugs import LMConfig
+    return LMConfig(model=a.lm_model, base_url=a.lm_base_url, per_strategy=a.lm_per_strategy)
+
+
+def cmd_factory_generate(a) -> int:
+    from factory.generate import generate
+    strategies = [s.strip() for s in a.strategies.split(",")] if a.strategies else None
+    with Bars() as bars:
+        rep = generate(a.env, strategies=strategies, max_candidates=a.max_candidates, workers=a.workers, seed=a.seed,
+                       mode=a.validation, lm=lm_config(a), progress=bars, log=log)
+    print_generate_report(rep)
+    return 0
+
+
+def print_generate_report(rep) -> None:
+    from rich.table import Table
+    t = Table(title="bugs by strategy")
+    for col in ("strategy", "candidates", "valid", "yield", "s / valid", "other outcomes"):
+        t.add_column(col, justify="left" if col in ("strategy", "other outcomes") else "right")
+    tot_c = tot_v = 0
+    tot_s = 0.0
+    for name, r in rep.items():
+        spv = f"{r.seconds_per_valid:.2f}" if r.seconds_per_valid is not None else "-"
+        other = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()) if k != "valid")
+        t.add_row(name, str(r.candidates), str(r.valid), f"{r.yield_:.0%}", spv, other)
+        tot_c, tot_v, tot_s = tot_c + r.candidates, tot_v + r.valid, tot_s + r.seconds
+    t.add_row("[bold]all[/bold]", str(tot_c), str(tot_v), f"{tot_v / tot_c:.0%}" if tot_c else "-",
+              f"{tot_s / tot_v:.2f}" if tot_v else "-", "")
+    console.print(t)
+
+
+def cmd_factory_export(a) -> int:
+    from factory.export import export
+    with Bars() as bars:
+        out = export(a.env, a.out, limit=a.limit, progress=bars)
+    from bugforge.records import read_jsonl
+    rows = read_jsonl(out)
+    console.print(f"{len(rows)} task instances in {out} (one image each; score them with "
+                  f"`python -m swebench.harness.run_evaluation -d {out} -p gold --run_id check`)")
+    return 0
+
+
 def cmd_demo(a) -> int:
-    """The main job on the bundled example."""
+    """The main job on the bundled example: environment, bugs, validated task instances."""
     from factory import build_environment
+    from factory.export import export
+    from factory.generate import generate
     rec, reused = build_environment(str(EXAMPLE), out=Path(a.out), log=log)
-    print_env_summary(rec, reused, per_test=True)
+    print_env_summary(rec, reused)
+    env_dir = Path(a.out) / rec.name
+    with Bars() as bars:
+        rep = generate(env_dir, max_candidates=a.max_candidates, workers=a.workers, progress=bars, log=log)
+    print_generate_report(rep)
+    with Bars() as bars:
+        out = export(env_dir, progress=bars)
+    from bugforge.records import read_jsonl
+    rows = read_jsonl(out)
+    strategies = sorted({r["strategy"] for r in rows})
+    console.print(f"[bold]{len(rows)} task instances[/bold] across {len(strategies)} strategies -> {out}")
     return 0
 
 
@@ -116,8 +195,28 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--force", action="store_true", help="rebuild the record even if an identical one exists")
     e.set_defaults(func=cmd_factory_env)
 
+    g = fa.add_parser("generate", help="propose bugs and validate them against the tests (resumable)")
+    g.add_argument("env", help="environment record (runs/NAME/env.json or its directory)")
+    g.add_argument("--strategies", help="comma-separated (default: all procedural + history + combine)")
+    g.add_argument("--max-candidates", type=int, default=300, help="procedural candidates to validate (default 300)")
+    g.add_argument("--workers", type=int, default=2, help="parallel warm containers (default 2)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--validation", choices=["selected", "full"], default="selected",
+                   help="selected: coverage-chosen tests in a warm container (default); full: SWE-smith's way")
+    g.add_argument("--lm-model", help="model for lm_modify/lm_rewrite (any OpenAI-compatible endpoint)")
+    g.add_argument("--lm-base-url", help="endpoint base URL (default: $OPENAI_BASE_URL)")
+    g.add_argument("--lm-per-strategy", type=int, default=20, help="functions to ask the LM about, per strategy")
+    g.set_defaults(func=cmd_factory_generate)
+    x = fa.add_parser("export", help="build instance images and write SWE-bench-format rows (resumable)")
+    x.add_argument("env", help="environment record (runs/NAME/env.json or its directory)")
+    x.add_argument("--out", help="JSONL to append to (default: runs/NAME/instances.jsonl)")
+    x.add_argument("--limit", type=int, help="export at most this many")
+    x.set_defaults(func=cmd_factory_export)
+
     dm = sub.add_parser("demo", help="the main job on the bundled example repository")
     dm.add_argument("--out", default="runs")
+    dm.add_argument("--max-candidates", type=int, default=300)
+    dm.add_argument("--workers", type=int, default=2)
     dm.set_defaults(func=cmd_demo)
     return p
 

@@ -163,3 +163,71 @@ class TestRun:
     """The test that was running when the run was killed, if any."""
     wall: float = 0.0
     log_tail: str = ""
+
+
+@dataclass
+class Candidate:
+    """A proposed bug: a patch against the environment's base commit, with where and how it was made."""
+
+    id: str
+    strategy: str
+    patch: str
+    """The bug as a unified diff (base commit -> buggy state)."""
+    files: list[str]
+    changed: dict[str, list[int]]
+    """file -> base-commit lines the bug replaces or deletes (what coverage selection looks at)."""
+    function: str = ""
+    line_span: list[int] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
+    """For combined bugs: the candidates combined."""
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class Validation:
+    """What running the tests against a candidate showed."""
+
+    candidate: str
+    status: str
+    """valid | no_failures | unreached (no test runs the change) | timeout | apply_failed | error"""
+    FAIL_TO_PASS: list[str] = field(default_factory=list)
+    PASS_TO_PASS: list[str] = field(default_factory=list)
+    mode: str = ""
+    """selected (coverage-chosen tests, warm container) | suite (whole suite, warm container: coverage
+    could not decide) | full (fresh container, whole suite: SWE-smith's way)"""
+    tests_run: int = 0
+    seconds: float = 0.0
+    messages: dict[str, str] = field(default_factory=dict)
+    """F2P test -> failure message with the bug (for problem statements)."""
+
+
+@dataclass
+class TaskInstance:
+    """A row of the exported JSONL: a SWE-bench 5.x instance plus bugforge's own fields."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    patch: str
+    """The gold fix (the reverse of the bug)."""
+    test_patch: str
+    problem_statement: str
+    FAIL_TO_PASS: str
+    """JSON-encoded list, as in SWE-bench's published datasets."""
+    PASS_TO_PASS: str
+    version: str
+    created_at: str
+    image: str
+    eval_script: str
+    log_parser: str
+    eval_type: str
+    environment_setup_commit: str = ""
+    hints_text: str = ""
+    strategy: str = ""
+    bug_patch: str = ""
+    files: list[str] = field(default_factory=list)
+    function: str = ""
+    difficulty: str = ""
+    env_image: str = ""
+    test_files: list[str] = field(default_factory=list)
+    pytest_args: list[str] = field(default_factory=list)

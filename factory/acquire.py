@@ -110,11 +110,16 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
         raise BugforgeError(f"{source!r} is not of the form pypi:NAME==VERSION", "e.g. pypi:attrs==23.2.0")
     name = spec.split("==")[0]
     with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--no-build-isolation",
+        # pip prepares the sdist's metadata before it keeps the file: in an isolated build environment
+        # (the host rarely has the project's build backend, or `wheel` for setup.py projects), and with
+        # only the project itself restricted to its sdist, so the build backend may come as a wheel.
+        r = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "--no-binary", name,
                             "-q", "-d", tmp, spec], capture_output=True, text=True)
         files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
         if r.returncode != 0 or not files:
-            last = (r.stderr.strip().splitlines() or ["no sdist found"])[-1]
+            lines = [ln.strip() for ln in r.stderr.strip().splitlines() if ln.strip()]
+            errors = [ln for ln in lines if ln.lower().startswith("error") and "metadata-generation-failed" not in ln]
+            last = (errors or lines or ["no sdist found"])[-1]
             raise BugforgeError(f"cannot download the sdist of {spec}: {last}",
                                 "check the name and version on the package index")
         extract = Path(tmp) / "x"
@@ -128,6 +133,10 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
         top = roots[0] if len(roots) == 1 and roots[0].is_dir() else extract
         _copy_tree(top, dest)
     c = snapshot(dest, f"snapshot of {spec} (sdist)")
+    # Version-from-git build plugins (setuptools_scm, hatch-vcs) read the snapshot's git, not PKG-INFO:
+    # without a tag the project installs as 0.1.dev1, and the first dependency that requires it (a test
+    # tool, a plugin) replaces the tree under test with the release from the package index.
+    _git(dest, "tag", spec.split("==")[1])
     return Acquired(slug(name), source, c, None)
 
 
@@ -144,11 +153,14 @@ def snapshot(repo_dir: Path, message: str) -> str:
     so the same tree always gives the same commit id). Objects stay loose, so a later layer can
     remove single objects (see factory.export)."""
     shutil.rmtree(repo_dir / ".git", ignore_errors=True)
-    env = {**os.environ, **GIT_ENV}
-    run = lambda *a: subprocess.run(["git", "-C", str(repo_dir), *a], env=env, check=True,  # noqa: E731
-                                    capture_output=True, text=True).stdout.strip()
+    run = lambda *a: _git(repo_dir, *a)  # noqa: E731
     run("init", "-q", "-b", "main")
     run("config", "gc.auto", "0")
     run("add", "-A", "-f", ".")
     run("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
     return run("rev-parse", "HEAD")
+
+
+def _git(repo_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo_dir), *args], env={**os.environ, **GIT_ENV}, check=True,
+                          capture_output=True, text=True).stdout.strip()

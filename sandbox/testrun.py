@@ -51,10 +51,12 @@ def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage
 
 def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
               coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
-              setup: str = "", workdir: str = "/testbed") -> tuple[TestRun, dict | None]:
+              setup: str = "", files: dict[str, bytes] | None = None,
+              workdir: str = "/testbed") -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
     Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}.
-    `setup` is a shell snippet run before pytest (e.g. applying a patch)."""
+    `setup` is a shell snippet run before pytest (e.g. applying a patch); `files` are put into
+    /tmp/bugforge-out before it starts (name -> content)."""
     cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir)
     script = f"set -e; {setup}\n{cmd}" if setup else cmd
     c = client().containers.create(image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"},
@@ -64,6 +66,8 @@ def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None
         c.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         if selection is not None:
             c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
+        for name, data in (files or {}).items():
+            c.put_archive(OUT, _file_archive(name, data))
         c.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
         c.put_archive(PROBE_DIR, probe_archive())
         start = time.monotonic()
@@ -137,3 +141,63 @@ def _parse_report(data: bytes, run: TestRun) -> None:
             run.collect_errors[r["nodeid"]] = r.get("message", "")
     if run.timed_out:
         run.running = started
+
+
+class Workbench:
+    """A warm container for one image: apply a patch, run some tests, restore the tree; repeat.
+    It costs one container start for many runs. A run that times out gets a fresh container
+    (whatever it left running is gone with the old one)."""
+
+    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed"):
+        self.image, self.pytest_args, self.workdir = image, pytest_args, workdir
+        self.container = None
+        self._start()
+
+    def _start(self) -> None:
+        self.container = client().containers.run(
+            self.image, ["sleep", "infinity"], detach=True, network_mode="none", labels={LABEL: "workbench"},
+            mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
+        self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
+        self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
+        self.container.put_archive(PROBE_DIR, probe_archive())
+
+    def run(self, patch: str, selection: list[str] | None, timeout: float = 120) -> tuple[TestRun, bool]:
+        """(the run, whether the patch applied). selection None = the whole suite."""
+        c = self.container
+        c.put_archive(OUT, _file_archive("patch.diff", patch.encode()))
+        if selection is not None:
+            c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
+        cmd = pytest_command(self.pytest_args, selection, False, None, self.workdir)
+        script = (f"cd {self.workdir} && git checkout -q -- . && git clean -fdq && rm -f {OUT}/report.jsonl\n"
+                  f"git apply {OUT}/patch.diff || exit 97\n"
+                  f"timeout -k 1 {int(timeout)} bash -c {shlex.quote(cmd)} > {OUT}/pytest.log 2>&1; rc=$?\n"
+                  f"echo '@@bugforge-report@@'; cat {OUT}/report.jsonl 2>/dev/null; echo '@@bugforge-log@@';"
+                  f" tail -n 30 {OUT}/pytest.log; git checkout -q -- . && git clean -fdq; exit $rc")
+        start = time.monotonic()
+        code, output = c.exec_run(["bash", "-c", script], user="root")
+        run = TestRun(exit_code=code, wall=time.monotonic() - start)
+        if code == 97:
+            return run, False
+        text = output.decode(errors="replace")
+        report, _, log = text.partition("@@bugforge-report@@")[2].partition("@@bugforge-log@@")
+        run.log_tail = log[-3000:]
+        run.timed_out = code in (124, 137)
+        _parse_report(report.encode(), run)
+        if run.timed_out:
+            self.close()
+            self._start()
+        return run, True
+
+    def close(self) -> None:
+        if self.container is not None:
+            try:
+                self.container.remove(force=True)
+            except docker.errors.APIError:
+                pass
+            self.container = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,165 @@
+"""Stage 3 of the factory: validated bugs -> task instances (SWE-bench 5.x rows) + one image each.
+
+An instance image is a thin layer over the environment image: the bug applied and folded into
+/testbed's single commit, and the objects of the fixed state deleted, so nothing in the image (git
+history, reflog, dangling objects) shows the fix. The eval_script restores every test file from the
+instance's own commit, removes planted conftest/sitecustomize files, then runs `pytest -rA` between
+SWE-bench's markers, so `python -m swebench.harness.run_evaluation` scores our rows as they are."""
+from __future__ import annotations
+
+import json
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import docker.errors
+
+from bugforge.engine import LABEL, client
+from bugforge.errors import BugforgeError
+from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
+from factory import statement
+from factory.acquire import FIXED_DATE
+from factory.generate import load_validated
+from images import image_exists
+
+# Folds the bug into the single commit and deletes every object only the old state reached.
+FOLD = f"""set -e
+cd /testbed
+old=$(git rev-parse HEAD)
+git apply /tmp/bugforge-bug.diff
+rm /tmp/bugforge-bug.diff
+git add -A
+GIT_AUTHOR_DATE='{FIXED_DATE}' GIT_COMMITTER_DATE='{FIXED_DATE}' git commit -q --amend --no-edit --allow-empty
+new=$(git rev-parse HEAD)
+git rev-list --objects "$old" | cut -d' ' -f1 | sort > /tmp/old.txt
+git rev-list --objects "$new" | cut -d' ' -f1 | sort > /tmp/new.txt
+for o in $(comm -23 /tmp/old.txt /tmp/new.txt); do rm -f ".git/objects/${{o:0:2}}/${{o:2}}"; done
+rm -rf .git/logs .git/ORIG_HEAD /tmp/old.txt /tmp/new.txt
+test -z "$(git status --porcelain)"
+git rev-parse HEAD
+"""
+PLANTED = r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"
+
+
+def test_files_of(val: Validation, repo_dir: str) -> list[str]:
+    import subprocess
+    files = {t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)}
+    tracked = subprocess.run(["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    config = {p for p in tracked if p.rsplit("/", 1)[-1] in ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg",
+                                                             "pyproject.toml")}
+    return sorted(files | (config & set(tracked)))
+
+
+def eval_script(commit: str, test_files: list[str], run_files: list[str], pytest_args: list[str]) -> str:
+    """The script SWE-bench's harness (and our grader) runs after applying a model patch."""
+    restore = " ".join(shlex.quote(f) for f in test_files)
+    run = " ".join(shlex.quote(a) for a in ["-rA", *pytest_args, *run_files])
+    return "\n".join([
+        "#!/bin/bash",
+        "set -uxo pipefail",
+        "cd /testbed",
+        f"git checkout {commit} -- {restore}",
+        f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
+        "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
+        ": '>>>>> Start Test Output'",
+        f"python -m pytest {run}",
+        ": '>>>>> End Test Output'",
+        f"git checkout {commit} -- {restore}",
+        "",
+    ])
+
+
+def reverse(patch: str, repo_dir: str) -> str:
+    """The gold fix: the bug undone, as a diff from the buggy state back to the base commit."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, tmp + "/r"], check=True)
+        subprocess.run(["git", "-C", tmp + "/r", "apply", "-"], input=patch, text=True, check=True)
+        return subprocess.run(["git", "-C", tmp + "/r", "diff", "-R"], capture_output=True, text=True, check=True).stdout
+
+
+def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
+    """Commit a container in which the bug was folded into /testbed; returns the instance's commit."""
+    import io
+    import tarfile
+    c = client().containers.create(env.image, ["bash", "-c", "sleep infinity"], network_mode="none",
+                                   labels={LABEL: "export"}, stop_signal="SIGKILL")
+    try:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            data = cand.patch.encode()
+            info = tarfile.TarInfo("bugforge-bug.diff")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        c.put_archive("/tmp", buf.getvalue())
+        c.start()
+        code, out = c.exec_run(["bash", "-c", FOLD], user="root")
+        if code != 0:
+            raise BugforgeError(f"could not fold bug {cand.id} into {env.image}: {out.decode(errors='replace')[-300:]}",
+                                "rerun `bugforge factory generate` (the candidate no longer applies)")
+        commit = out.decode().strip().splitlines()[-1]
+        c.commit(repository=tag.split(":")[0], tag=tag.split(":")[1],
+                 changes=["LABEL bugforge.instance=" + tag.split(":")[1], "WORKDIR /testbed", 'CMD ["bash"]'])
+        return commit
+    finally:
+        c.remove(force=True)
+
+
+def difficulty(cand: Candidate) -> str:
+    n = sum(1 for l in cand.patch.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---")))
+    return "easy" if n <= 2 and len(cand.files) == 1 else "medium" if n <= 10 and len(cand.files) <= 2 else "hard"
+
+
+def export(env_path: str | Path, out: str | Path | None = None, *, limit: int | None = None, seed: int = 0,
+           progress: Callable[[str, int, int], None] = lambda *a: None,
+           statement_lm: tuple | None = None) -> Path:
+    """Build an image for every valid bug not yet exported and append its row to `out`."""
+    env_path = Path(env_path)
+    env_dir = env_path if env_path.is_dir() else env_path.parent
+    if not (env_dir / "env.json").exists():
+        raise BugforgeError(f"no environment record in {env_dir}", "run `bugforge factory env REPO` first")
+    env = load_env(env_dir / "env.json")
+    out = Path(out) if out else env_dir / "instances.jsonl"
+    valid = load_validated(env_dir)
+    if not valid:
+        raise BugforgeError(f"no validated bugs in {env_dir}", "run `bugforge factory generate` first")
+    rows = {r["instance_id"]: r for r in read_jsonl(out)}
+    todo = valid[:limit] if limit else valid
+    progress("export", 0, len(todo))
+    for i, (cand, val) in enumerate(todo, 1):
+        iid = f"{env.name}.{cand.strategy}.{cand.id[:8]}"
+        tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}"
+        if iid in rows:
+            if not image_exists(rows[iid]["image"]):
+                build_instance_image(env, cand, tag)  # deterministic: the row stays right
+            progress("export", i, len(todo))
+            continue
+        commit = build_instance_image(env, cand, tag)
+        tests = test_files_of(val, env.repo_dir)
+        run_files = sorted({t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)})
+        problem = statement.write(cand, val, seed)
+        if statement_lm:
+            problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
+        row = TaskInstance(
+            instance_id=iid, repo=f"bugforge/{env.name}", base_commit=commit, patch=reverse(cand.patch, env.repo_dir),
+            test_patch="", problem_statement=problem, FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
+            PASS_TO_PASS=json.dumps(val.PASS_TO_PASS), version="1.0",
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), image=tag,
+            eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args), log_parser="parse_log_pytest",
+            eval_type="pass_and_fail", environment_setup_commit=env.base_commit, strategy=cand.strategy,
+            bug_patch=cand.patch, files=cand.files, function=cand.function, difficulty=difficulty(cand),
+            env_image=env.image, test_files=tests, pytest_args=env.recipe.pytest_args)
+        append_jsonl(out, row)
+        rows[iid] = row.__dict__
+        progress("export", i, len(todo))
+    return out
+
+
+def remove_images(rows: list[dict]) -> None:
+    for r in rows:
+        try:
+            client().images.remove(r["image"], force=True)
+        except docker.errors.APIError:
+            pass

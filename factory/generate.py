@@ -1,0 +1,286 @@
+"""Stage 2 of the factory: candidate bugs -> validated bugs, resumable.
+
+Files under the environment's directory (all JSON lines, appended as work finishes):
+  candidates.jsonl   every candidate proposed (after parse and duplicate checks)
+  validations.jsonl  one Validation per candidate that has been run
+A rerun skips what these files already hold, so an interrupted run resumes where it stopped.
+"""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from bugforge.errors import BugforgeError
+from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl, to_dict
+from factory.mutations import OPERATORS, STRATEGY_OF, candidates as mutations
+from factory.patches import changed_lines, file_diff, files_of, patch_id
+from factory.testmap import TestMap
+from factory.validate import Validator
+
+PROCEDURAL = sorted({STRATEGY_OF.get(op.name, op.name) for op in OPERATORS})
+OTHER = ["lm_modify", "lm_rewrite", "history", "combine"]
+ALL_STRATEGIES = PROCEDURAL + OTHER
+Progress = Callable[[str, int, int], None]
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    pass
+
+
+@dataclass
+class StrategyReport:
+    candidates: int = 0
+    valid: int = 0
+    seconds: float = 0.0
+    statuses: Counter = field(default_factory=Counter)
+
+    @property
+    def yield_(self) -> float:
+        return self.valid / self.candidates if self.candidates else 0.0
+
+    @property
+    def seconds_per_valid(self) -> float | None:
+        return self.seconds / self.valid if self.valid else None
+
+
+def is_test_file(path: str, test_files: set[str]) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    parts = path.split("/")[:-1]
+    return (path in test_files or name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+            or any(p in ("tests", "test", "testing") for p in parts))
+
+
+def source_files(env: EnvRecord) -> list[str]:
+    """Python files a bug may go into: tracked, not tests, not packaging or docs."""
+    out = subprocess.run(["git", "-C", env.repo_dir, "ls-files", "*.py"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    test_files = {t.split("::")[0] for t in env.tests}
+    return [p for p in out if not is_test_file(p, test_files) and p.rsplit("/", 1)[-1] not in ("setup.py", "conftest.py")
+            and not p.startswith(("docs/", "doc/", "examples/", "benchmarks/"))]
+
+
+def procedural_candidates(env: EnvRecord, testmap: TestMap, strategies: set[str]) -> list[Candidate]:
+    out = []
+    for path in source_files(env):
+        covered = testmap.covered_lines(path)
+        if not covered:
+            continue
+        old = (Path(env.repo_dir) / path).read_text()
+        for m in mutations(old, covered, strategies):
+            try:
+                compile(m.source, path, "exec")
+            except (SyntaxError, ValueError):
+                continue
+            patch = file_diff(path, old, m.source)
+            out.append(Candidate(patch_id(patch), m.strategy, patch, [path], {path: sorted(changed_lines(old, m.source))},
+                                 m.function, list(m.line_span)))
+    return out
+
+
+def sample(cands: list[Candidate], limit: int, seed: int) -> list[Candidate]:
+    """Drop duplicate patches, then take up to `limit`, round-robin over strategies (seeded), so every
+    strategy is represented."""
+    seen, by_strategy = set(), defaultdict(list)
+    for c in cands:
+        if c.id not in seen:
+            seen.add(c.id)
+            by_strategy[c.strategy].append(c)
+    rng = random.Random(seed)
+    for s in sorted(by_strategy):
+        rng.shuffle(by_strategy[s])
+    order, i = [], 0
+    queues = [by_strategy[s] for s in sorted(by_strategy)]
+    while len(order) < limit and any(queues):
+        q = queues[i % len(queues)]
+        if q:
+            order.append(q.pop())
+        i += 1
+    return order
+
+
+class Scratch:
+    """A scratch clone of the snapshot repo, for combining patches with git itself."""
+
+    def __init__(self, repo_dir: str):
+        self.tmp = tempfile.TemporaryDirectory(prefix="bugforge-scratch-")
+        self.dir = Path(self.tmp.name) / "r"
+        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, str(self.dir)], check=True)
+
+    def combine(self, patches: list[str]) -> str | None:
+        try:
+            for p in patches:
+                subprocess.run(["git", "-C", str(self.dir), "apply", "-"], input=p, text=True, check=True,
+                               capture_output=True)
+            return subprocess.run(["git", "-C", str(self.dir), "diff"], capture_output=True, text=True,
+                                  check=True).stdout
+        except subprocess.CalledProcessError:
+            return None
+        finally:
+            subprocess.run(["git", "-C", str(self.dir), "checkout", "-q", "--", "."], check=True)
+
+    def close(self):
+        self.tmp.cleanup()
+
+
+def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: int, repo_dir: str) -> list[Candidate]:
+    """2-3 valid single bugs in the same file, in different functions, combined into one."""
+    rng = random.Random(seed)
+    by_file = defaultdict(list)
+    for c, v in valid:
+        if len(c.files) == 1 and not c.parents:
+            by_file[c.files[0]].append((c, v))
+    groups = []
+    for path, items in sorted(by_file.items()):
+        items = sorted(items, key=lambda cv: cv[0].id)
+        rng.shuffle(items)
+        used_funcs: set[str] = set()
+        group: list[Candidate] = []
+        for c, _ in items:
+            if c.function in used_funcs:
+                continue
+            group.append(c)
+            used_funcs.add(c.function)
+            if len(group) == rng.choice((2, 3)):
+                groups.append(group)
+                group, used_funcs = [], set()
+    rng.shuffle(groups)
+    scratch = Scratch(repo_dir)
+    out = []
+    try:
+        for group in groups[:limit]:
+            patch = scratch.combine([c.patch for c in group])
+            if not patch:
+                continue
+            changed: dict[str, list[int]] = defaultdict(list)
+            for c in group:
+                for f, ls in c.changed.items():
+                    changed[f] = sorted(set(changed[f]) | set(ls))
+            out.append(Candidate(patch_id(patch), "combine", patch, files_of(patch), dict(changed),
+                                 " + ".join(c.function for c in group), [], [c.id for c in group],
+                                 {"strategies": [c.strategy for c in group]}))
+    finally:
+        scratch.close()
+    return out
+
+
+def validate_all(env: EnvRecord, testmap: TestMap, cands: list[Candidate], done: dict[str, Validation], *,
+                 mode: str, workers: int, path: Path, progress: Progress, phase: str) -> dict[str, Validation]:
+    """Validate what is not yet in `done`, K warm workers at a time; append each result as it lands."""
+    todo = [c for c in cands if c.id not in done]
+    total, finished = len(cands), len(cands) - len(todo)
+    progress(phase, finished, total)
+    if not todo:
+        return done
+    local = threading.local()
+    validators: list[Validator] = []
+    lock = threading.Lock()
+
+    def work(c: Candidate) -> Validation:
+        if not hasattr(local, "v"):
+            local.v = Validator(env, testmap, mode)
+            with lock:
+                validators.append(local.v)
+        try:
+            return local.v.validate(c)
+        except Exception as e:  # one broken candidate must not stop the run
+            return Validation(c.id, "error", mode=mode, messages={"error": f"{type(e).__name__}: {e}"[:500]})
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for fut in as_completed([pool.submit(work, c) for c in todo]):
+                v = fut.result()
+                with lock:
+                    append_jsonl(path, v)
+                    done[v.candidate] = v
+                    finished += 1
+                progress(phase, finished, total)
+    finally:
+        for v in validators:
+            v.close()
+    return done
+
+
+def generate(env_path: str | Path, *, strategies: list[str] | None = None, max_candidates: int = 300,
+             workers: int = 2, seed: int = 0, mode: str = "selected", max_combos: int | None = None,
+             lm=None, progress: Progress = _no_progress, log: Callable[[str], None] = print) -> dict[str, StrategyReport]:
+    """Propose, validate and record bugs for one environment. Returns the per-strategy report."""
+    env_path = Path(env_path)
+    if env_path.is_dir():
+        env_path = env_path / "env.json"
+    if not env_path.exists():
+        raise BugforgeError(f"environment record {env_path} does not exist", "run `bugforge factory env REPO` first")
+    env = load_env(env_path)
+    wanted = set(strategies or PROCEDURAL + ["history", "combine"])
+    unknown = wanted - set(ALL_STRATEGIES)
+    if unknown:
+        raise BugforgeError(f"unknown strategies {sorted(unknown)}", f"choose from {', '.join(ALL_STRATEGIES)}")
+    testmap = TestMap.load(Path(env.testmap))
+    work = env_path.parent
+    cand_path, val_path = work / "candidates.jsonl", work / "validations.jsonl"
+    known = {r["id"]: from_dict(Candidate, r) for r in read_jsonl(cand_path)}
+    done = {r["candidate"]: from_dict(Validation, r) for r in read_jsonl(val_path)}
+
+    def add(cands: list[Candidate]) -> list[Candidate]:
+        fresh = []
+        for c in cands:
+            if c.id not in known:
+                known[c.id] = c
+                append_jsonl(cand_path, c)
+            fresh.append(known[c.id])
+        return fresh
+
+    singles: list[Candidate] = []
+    procedural = wanted & set(PROCEDURAL)
+    if procedural:
+        pool = procedural_candidates(env, testmap, procedural)
+        log(f"generate: {len(pool)} procedural sites on covered lines; sampling {max_candidates} (seed {seed})")
+        singles += sample(pool, max_candidates, seed)
+    if "history" in wanted:
+        from factory.history import history_candidates
+        singles += history_candidates(env, limit=max(10, max_candidates // 10))
+    if wanted & {"lm_modify", "lm_rewrite"}:
+        if lm is None:
+            raise BugforgeError("LM strategies need a model endpoint",
+                                "pass --lm-model and --lm-base-url (or set OPENAI_BASE_URL), or drop lm_* strategies")
+        from factory.lm_bugs import lm_candidates
+        singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed)
+    singles = add(singles)
+    done = validate_all(env, testmap, singles, done, mode=mode, workers=workers, path=val_path, progress=progress,
+                        phase="validate")
+    combos: list[Candidate] = []
+    if "combine" in wanted:
+        valid = [(c, done[c.id]) for c in singles if done.get(c.id) and done[c.id].status == "valid"]
+        limit = max_combos if max_combos is not None else max(5, len(valid) // 5)
+        combos = add(combinations(valid, limit, seed, env.repo_dir))
+        done = validate_all(env, testmap, combos, done, mode=mode, workers=workers, path=val_path, progress=progress,
+                            phase="combine")
+    return report(singles + combos, done)
+
+
+def report(cands: list[Candidate], done: dict[str, Validation]) -> dict[str, StrategyReport]:
+    out: dict[str, StrategyReport] = defaultdict(StrategyReport)
+    for c in cands:
+        r = out[c.strategy]
+        r.candidates += 1
+        v = done.get(c.id)
+        if v:
+            r.statuses[v.status] += 1
+            r.seconds += v.seconds
+            r.valid += v.status == "valid"
+    return dict(sorted(out.items()))
+
+
+def load_validated(env_dir: Path) -> list[tuple[Candidate, Validation]]:
+    """Valid candidates with their validations, in the order they were proposed."""
+    cands = [from_dict(Candidate, r) for r in read_jsonl(env_dir / "candidates.jsonl")]
+    done = {r["candidate"]: from_dict(Validation, r) for r in read_jsonl(env_dir / "validations.jsonl")}
+    return [(c, done[c.id]) for c in cands if c.id in done and done[c.id].status == "valid"]

@@ -1,0 +1,136 @@
+"""LM-made bugs through any OpenAI-compatible endpoint: `lm_modify` asks the model to slip a bug into a
+covered function; `lm_rewrite` blanks a function's body and asks the model to write it again (bugs come
+from what it gets wrong). Prompts are the template files in factory/templates/."""
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from bugforge.records import Candidate, EnvRecord
+from factory.patches import changed_lines, file_diff, patch_id
+from factory.testmap import TestMap
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class LMConfig:
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.8
+    max_tokens: int = 1024
+    per_strategy: int = 20
+    """How many functions to ask about, per LM strategy."""
+
+    def client(self):
+        from openai import OpenAI
+        return OpenAI(base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                      api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none", timeout=300, max_retries=1)
+
+
+def functions(source: str) -> tuple[cst.Module, list[tuple[str, int, int, cst.FunctionDef]]]:
+    """The parsed module, and (qualified name, first line, last line, node) of each function in it."""
+    wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+    pos = wrapper.resolve(PositionProvider)
+    out, stack = [], []
+
+    class V(cst.CSTVisitor):
+        def visit_ClassDef(self, node):
+            stack.append(node.name.value)
+
+        def leave_ClassDef(self, node):
+            stack.pop()
+
+        def visit_FunctionDef(self, node):
+            p = pos[node]
+            out.append((".".join(stack + [node.name.value]), p.start.line, p.end.line, node))
+            stack.append(node.name.value)
+
+        def leave_FunctionDef(self, node):
+            stack.pop()
+
+    wrapper.module.visit(V())
+    return wrapper.module, out
+
+
+def extract_code(reply: str) -> str | None:
+    """The code of the first fenced block in a model's reply (or the reply itself if it is bare code)."""
+    m = re.search(r"```(?:python|py)?[ \t]*\n(.*?)```", reply, re.S)
+    if m:
+        return m.group(1).strip("\n") + "\n"
+    return reply.strip("\n") + "\n" if reply.lstrip().startswith("def ") else None
+
+
+def replace_function(source: str, qualname: str, new_code: str) -> str | None:
+    """`source` with the function `qualname` replaced by the single function in `new_code`
+    (same name required; decorators and spacing kept from the original)."""
+    try:
+        new_defs = [s for s in cst.parse_module(new_code).body if isinstance(s, cst.FunctionDef)]
+        module, funcs = functions(source)
+    except cst.ParserSyntaxError:
+        return None
+    target = next((n for q, _, _, n in funcs if q == qualname), None)
+    if len(new_defs) != 1 or target is None or new_defs[0].name.value != target.name.value:
+        return None
+
+    class R(cst.CSTTransformer):
+        def leave_FunctionDef(self, original, updated):
+            if original is target:
+                return new_defs[0].with_changes(leading_lines=original.leading_lines, decorators=original.decorators)
+            return updated
+
+    return module.visit(R()).code
+
+
+def stub_of(func: cst.FunctionDef) -> str:
+    """The function with its body replaced by its docstring (if any) and `...`."""
+    doc = func.get_docstring(clean=False)
+    body = [cst.SimpleStatementLine([cst.Expr(cst.SimpleString(f'"""{doc}"""'))])] if doc else []
+    body.append(cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())]))
+    return cst.Module(body=[func.with_changes(body=cst.IndentedBlock(body=body), decorators=())]).code
+
+
+def lm_candidates(env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: list[str], seed: int = 0) -> list[Candidate]:
+    from factory.generate import source_files
+    rng = random.Random(seed)
+    sites = []
+    for path in source_files(env):
+        covered = testmap.covered_lines(path)
+        source = (Path(env.repo_dir) / path).read_text()
+        for q, a, b, node in functions(source)[1]:
+            if covered & set(range(a + 1, b + 1)) and b - a <= 60:
+                sites.append((path, q, node, source))
+    rng.shuffle(sites)
+    client = cfg.client()
+    out = []
+    for strategy in strategies:
+        template = (TEMPLATES / f"{strategy}.txt").read_text()
+        for path, q, node, source in sites[:cfg.per_strategy]:
+            code = cst.Module(body=[node]).code
+            prompt = template.format(path=path, code=code, stub=stub_of(node))
+            try:
+                reply = client.chat.completions.create(model=cfg.model, temperature=cfg.temperature,
+                                                       max_tokens=cfg.max_tokens, seed=seed,
+                                                       messages=[{"role": "user", "content": prompt}])
+                text = reply.choices[0].message.content or ""
+            except Exception:  # an endpoint error costs this candidate, not the run
+                continue
+            new_code = extract_code(text)
+            new = replace_function(source, q, new_code) if new_code else None
+            if not new or new == source:
+                continue
+            try:
+                compile(new, path, "exec")
+            except (SyntaxError, ValueError):
+                continue
+            patch = file_diff(path, source, new)
+            out.append(Candidate(patch_id(patch), strategy, patch, [path], {path: sorted(changed_lines(source, new))},
+                                 q, [], [], {"model": cfg.model}))
+    return out

@@ -1,0 +1,89 @@
+"""Validation: run a candidate bug against the tests and label it.
+
+Default (`selected`): a warm container per worker (sandbox.testrun.Workbench) applies the patch, runs
+only the tests whose coverage touches the changed lines, and restores the tree. Where coverage cannot
+decide (a changed line runs at import time, or no test runs it inside a test: module or class level,
+default arguments, decorators), the whole suite runs in the same warm container (`suite`).
+`full` does what SWE-smith does: a fresh container and the whole suite for every candidate. Both
+produce the same labels; `bench/validation.py` checks that and measures the difference in cost."""
+from __future__ import annotations
+
+import time
+
+from bugforge.records import Candidate, EnvRecord, TestRun, Validation
+from factory.testmap import TestMap
+from sandbox.grading import labels
+from sandbox.testrun import Workbench, run_tests
+
+MODES = ("selected", "full")
+
+
+def selection_for(cand: Candidate, testmap: TestMap, passing: set[str]) -> list[str] | None:
+    """The tests to run for `cand`: None = the whole suite (coverage cannot decide)."""
+    chosen: set[str] = set()
+    for path, lines in cand.changed.items():
+        if not path.endswith(".py") or not testmap.decides(path, lines):
+            return None
+        chosen |= testmap.tests_touching(path, lines)
+    return sorted(chosen & passing)
+
+
+def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: str) -> Validation:
+    passing = set(env.passing)
+    v = Validation(cand.id, "", mode=mode, tests_run=len(run.outcomes), seconds=round(run.wall, 3))
+    if run.timed_out:
+        v.status = "timeout"
+        return v
+    if run.collect_errors and not run.outcomes:
+        ran = passing  # nothing could even be collected: every selected test failed
+    f2p, p2p = labels(passing, run.outcomes, ran)
+    v.FAIL_TO_PASS, v.PASS_TO_PASS = f2p, p2p
+    v.messages = {t: run.messages.get(t, "") or _collect_message(t, run) for t in f2p}
+    v.status = "valid" if f2p else "no_failures"
+    return v
+
+
+def _collect_message(test: str, run: TestRun) -> str:
+    path = test.split("::")[0]
+    for where, msg in run.collect_errors.items():
+        if where == path or not where:
+            return msg.strip().splitlines()[-1] if msg.strip() else "error while collecting " + path
+    return "test did not run"
+
+
+class Validator:
+    """Validates candidates of one environment. One instance per worker thread."""
+
+    def __init__(self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60):
+        if mode not in MODES:
+            raise ValueError(f"unknown validation mode {mode!r}; use one of {MODES}")
+        self.env, self.testmap, self.mode = env, testmap, mode
+        # a bug may slow tests down, and must not hang: allow the suite's time several times over
+        self.timeout = max(timeout, 5 * env.suite_seconds + 10)
+        self.passing = set(env.passing)
+        self.bench = Workbench(env.image, env.recipe.pytest_args) if mode == "selected" else None
+
+    def validate(self, cand: Candidate) -> Validation:
+        t0 = time.monotonic()
+        if self.mode == "full":
+            setup = "cd /testbed && git apply /tmp/bugforge-out/patch.diff || exit 97"
+            run, _ = run_tests(self.env.image, self.env.recipe.pytest_args, timeout=self.timeout, setup=setup,
+                               files={"patch.diff": cand.patch.encode()}, test_files=self.env.recipe.test_files)
+            if run.exit_code == 97 and not run.outcomes:
+                return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
+            v = judge(cand, self.env, run, self.passing, "full")
+        else:
+            sel = selection_for(cand, self.testmap, self.passing)
+            if sel == []:
+                return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
+            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout)
+            if not applied:
+                return Validation(cand.id, "apply_failed", mode="selected", seconds=round(time.monotonic() - t0, 3))
+            v = judge(cand, self.env, run, self.passing if sel is None else set(sel),
+                      "suite" if sel is None else "selected")
+        v.seconds = round(time.monotonic() - t0, 3)
+        return v
+
+    def close(self) -> None:
+        if self.bench:
+            self.bench.close()
