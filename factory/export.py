@@ -77,7 +77,7 @@ def reverse(patch: str, repo_dir: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["git", "clone", "-q", "--shared", repo_dir, tmp + "/r"], check=True)
         subprocess.run(["git", "-C", tmp + "/r", "apply", "-"], input=patch, text=True, check=True)
-        return subprocess.run(["git", "-C", tmp + "/r", "diff", "-R"], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(["git", "-C", tmp + "/r", "diff", "-R", "--src-prefix=a/", "--dst-prefix=b/"], capture_output=True, text=True, check=True).stdout
 
 
 def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:

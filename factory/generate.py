@@ -7,12 +7,10 @@ A rerun skips what these files already hold, so an interrupted run resumes where
 """
 from __future__ import annotations
 
-import os
 import random
 import subprocess
 import tempfile
 import threading
-import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -20,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from bugforge.errors import BugforgeError
-from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl, to_dict
-from factory.mutations import OPERATORS, STRATEGY_OF, candidates as mutations
+from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl
+from factory.mutations import OPERATORS, STRATEGY_OF, sites as mutation_sites
 from factory.patches import changed_lines, file_diff, files_of, patch_id
 from factory.testmap import TestMap
 from factory.validate import Validator
@@ -68,43 +66,48 @@ def source_files(env: EnvRecord) -> list[str]:
             and not p.startswith(("docs/", "doc/", "examples/", "benchmarks/"))]
 
 
-def procedural_candidates(env: EnvRecord, testmap: TestMap, strategies: set[str]) -> list[Candidate]:
-    out = []
+def procedural_candidates(env: EnvRecord, testmap: TestMap, strategies: set[str], limit: int,
+                          seed: int) -> tuple[list[Candidate], int]:
+    """Up to `limit` distinct mutations, drawn round-robin over strategies (seeded, so every strategy is
+    represented), dropping any that does not parse or duplicates an earlier patch. Returns them and
+    the number of sites there were to draw from."""
+    by_strategy: dict[str, list] = defaultdict(list)
+    sources: dict[str, str] = {}
     for path in source_files(env):
         covered = testmap.covered_lines(path)
-        if not covered:
-            continue
-        old = (Path(env.repo_dir) / path).read_text()
-        for m in mutations(old, covered, strategies):
-            try:
-                compile(m.source, path, "exec")
-            except (SyntaxError, ValueError):
-                continue
-            patch = file_diff(path, old, m.source)
-            out.append(Candidate(patch_id(patch), m.strategy, patch, [path], {path: sorted(changed_lines(old, m.source))},
-                                 m.function, list(m.line_span)))
-    return out
-
-
-def sample(cands: list[Candidate], limit: int, seed: int) -> list[Candidate]:
-    """Drop duplicate patches, then take up to `limit`, round-robin over strategies (seeded), so every
-    strategy is represented."""
-    seen, by_strategy = set(), defaultdict(list)
-    for c in cands:
-        if c.id not in seen:
-            seen.add(c.id)
-            by_strategy[c.strategy].append(c)
+        if covered:
+            sources[path] = (Path(env.repo_dir) / path).read_text()
+            for site in mutation_sites(sources[path], covered, strategies):
+                by_strategy[site.strategy].append((path, site))
+    n_sites = sum(len(v) for v in by_strategy.values())
     rng = random.Random(seed)
-    for s in sorted(by_strategy):
-        rng.shuffle(by_strategy[s])
-    order, i = [], 0
-    queues = [by_strategy[s] for s in sorted(by_strategy)]
-    while len(order) < limit and any(queues):
+    queues = []
+    for name in sorted(by_strategy):
+        rng.shuffle(by_strategy[name])
+        queues.append(by_strategy[name])
+    out, seen, i = [], set(), 0
+    while len(out) < limit and any(queues):
         q = queues[i % len(queues)]
-        if q:
-            order.append(q.pop())
         i += 1
-    return order
+        if not q:
+            continue
+        path, site = q.pop()
+        m = site.make()
+        if m is None:
+            continue
+        try:
+            compile(m.source, path, "exec")
+        except (SyntaxError, ValueError):
+            continue
+        old = sources[path]
+        patch = file_diff(path, old, m.source)
+        cid = patch_id(patch)
+        if cid in seen:
+            continue
+        seen.add(cid)
+        out.append(Candidate(cid, m.strategy, patch, [path], {path: sorted(changed_lines(old, m.source))},
+                             m.function, list(m.line_span)))
+    return out, n_sites
 
 
 class Scratch:
@@ -241,9 +244,9 @@ def generate(env_path: str | Path, *, strategies: list[str] | None = None, max_c
     singles: list[Candidate] = []
     procedural = wanted & set(PROCEDURAL)
     if procedural:
-        pool = procedural_candidates(env, testmap, procedural)
-        log(f"generate: {len(pool)} procedural sites on covered lines; sampling {max_candidates} (seed {seed})")
-        singles += sample(pool, max_candidates, seed)
+        drawn, n_sites = procedural_candidates(env, testmap, procedural, max_candidates, seed)
+        log(f"generate: {n_sites} mutation sites on covered lines; drew {len(drawn)} distinct candidates (seed {seed})")
+        singles += drawn
     if "history" in wanted:
         from factory.history import history_candidates
         singles += history_candidates(env, limit=max(10, max_candidates // 10))

@@ -271,19 +271,41 @@ class _Replace(cst.CSTTransformer):
         return updated_node
 
 
-def candidates(source: str, covered: set[int], strategies: set[str] | None = None) -> Iterator[Mutation]:
-    """Every single-site mutation of `source` at a covered site, in file order.
+@dataclass
+class Site:
+    """A place one operator can break, not yet applied (applying costs a tree transform)."""
+
+    strategy: str
+    function: str
+    line_span: tuple[int, int]
+    _module: cst.Module
+    _node: cst.CSTNode
+    _op: Operator
+
+    def make(self) -> Mutation | None:
+        try:
+            new = self._module.visit(_Replace(self._node, self._op)).code
+        except (StopIteration, IndexError, AttributeError, TypeError, ValueError, cst.CSTValidationError):
+            return None
+        if new == self._module.code:
+            return None
+        return Mutation(self.strategy, self.function, self.line_span, new)
+
+
+def sites(source: str, covered: set[int], strategies: set[str] | None = None) -> list[Site]:
+    """Every single-site mutation of `source` at a covered site, in file order (not yet applied).
 
     A function-level site counts when its first line was executed by some test; a class-level one,
     or a default argument, when some line of its function or class was."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
-        return
+        return []
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     col = _Collector()
     wrapper.visit(col)
     positions = wrapper.resolve(PositionProvider)
+    out = []
     for op, site in col.sites:
         name = STRATEGY_OF.get(op.name, op.name)
         if strategies is not None and name not in strategies:
@@ -291,11 +313,14 @@ def candidates(source: str, covered: set[int], strategies: set[str] | None = Non
         upos = positions.get(site.unit)
         unit_lines = set(range(upos.start.line, upos.end.line + 1)) if upos else set()
         wide = op.scope == "class" or op.name == "wrong_default"
-        if not (unit_lines & covered if wide else site.line_span[0] in covered):
-            continue
-        try:
-            new = module.visit(_Replace(site.node, op)).code
-        except (StopIteration, IndexError, AttributeError, TypeError, ValueError, cst.CSTValidationError):
-            continue
-        if new != source:
-            yield Mutation(name, site.qualname, site.line_span, new)
+        if unit_lines & covered if wide else site.line_span[0] in covered:
+            out.append(Site(name, site.qualname, site.line_span, module, site.node, op))
+    return out
+
+
+def candidates(source: str, covered: set[int], strategies: set[str] | None = None) -> Iterator[Mutation]:
+    """Every single-site mutation of `source` at a covered site, applied, in file order."""
+    for site in sites(source, covered, strategies):
+        m = site.make()
+        if m is not None:
+            yield m

@@ -78,6 +78,10 @@ def detect(repo: Path) -> Recipe:
         if (repo / f).exists():
             r.install.append(f"pip install -r {f}")
             r.notes.append(f"install: {f}")
+    for f in _tox_requirement_files(repo, tox):
+        if f"pip install -r {shlex.quote(f)}" not in r.install:
+            r.install.append(f"pip install -r {shlex.quote(f)}")
+            r.notes.append(f"install: {f} (named in tox.ini's test environment)")
     deps = _tests_require(repo, setup_cfg) + _tox_deps(tox)
     if deps:
         r.install.append("pip install " + " ".join(shlex.quote(d) for d in sorted(set(deps))))
@@ -98,12 +102,43 @@ def detect(repo: Path) -> Recipe:
     if not r.install:
         r.notes.append("install: nothing to install (plain source tree)")
     r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
+    name = _dist_name(repo, pyproject, setup_cfg) if installable else None
+    if name:
+        # A pinned requirements file (pip-compile output often pins the project itself) or a plugin that
+        # requires the project can replace the tree under test with a release from the index: put the
+        # tree back unless the installed distribution still comes from here.
+        check = ('import importlib.metadata as m, os, sys; sys.exit(("file://" + os.getcwd()) not in '
+                 f'(m.distribution("{name}").read_text("direct_url.json") or ""))')
+        r.install.append(f"python -c {shlex.quote(check)} || pip install --no-deps -e . || pip install --no-deps .")
+        r.notes.append(f"install: {name} reinstalled from the tree (no dependencies) if a later step replaced it")
     if not _has_pytest_config(pyproject, setup_cfg, tox, repo):
         tests = _unittest_style(repo)
         if tests:
             r.pytest_args += ["-o", "python_files=test*.py *_test.py tests.py"]
             r.notes.append("pytest: unittest-style file names (test*.py) collected too")
     return r
+
+
+def _dist_name(repo: Path, pyproject: dict, setup_cfg) -> str | None:
+    """The project's distribution name: PKG-INFO (an sdist), pyproject.toml, setup.cfg or a literal in setup.py."""
+    if (repo / "PKG-INFO").is_file():
+        m = re.search(r"^Name:\s*(\S+)", (repo / "PKG-INFO").read_text(errors="replace"), re.M)
+        if m:
+            return m.group(1)
+    name = pyproject.get("project", {}).get("name") or setup_cfg.get("metadata", "name", fallback=None)
+    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9._-]+", name.strip()):
+        return name.strip()
+    if (repo / "setup.py").exists():
+        try:
+            tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
+        except SyntaxError:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
+                for kw in node.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                        return kw.value.value
+    return None
 
 
 def _toml(p: Path) -> dict:
@@ -194,6 +229,17 @@ def _tox_deps(tox) -> list[str]:
         if not line or line.startswith("-") or "{" in line or ":" in line.split(" ")[0]:
             continue
         out.append(line)
+    return out
+
+
+def _tox_requirement_files(repo: Path, tox) -> list[str]:
+    """Requirements files that tox.ini's [testenv] installs (`-r FILE`), where they exist."""
+    out = []
+    for line in tox.get("testenv", "deps", fallback="").splitlines() if tox.has_section("testenv") else []:
+        m = re.match(r"^-r\s*(\S+)$", line.split("#")[0].strip())
+        f = m.group(1).replace("{toxinidir}/", "") if m else ""
+        if f and "{" not in f and (repo / f).is_file() and f not in out:
+            out.append(f)
     return out
 
 

@@ -15,20 +15,23 @@ import requests
 
 from bugforge.engine import LABEL, client
 from bugforge.records import TestRun
+from sandbox.stream import ExecStream, StreamClosed
 
 PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
+ZYGOTE = PROBE.parent / "zygote.py"
 OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
 
 
 def probe_archive() -> bytes:
-    """A tar holding the probe plugin, to put into any container at /opt/bugforge."""
+    """A tar holding the probe plugin and the test server, to put into any container at /opt/bugforge."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = PROBE.read_bytes()
-        info = tarfile.TarInfo("bugforge_probe.py")
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
+        for name, path in (("bugforge_probe.py", PROBE), ("bugforge_zygote.py", ZYGOTE)):
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -145,12 +148,15 @@ def _parse_report(data: bytes, run: TestRun) -> None:
 
 class Workbench:
     """A warm container for one image: apply a patch, run some tests, restore the tree; repeat.
-    It costs one container start for many runs. A run that times out gets a fresh container
-    (whatever it left running is gone with the old one)."""
+    One container start serves many runs, and a test server inside it (factory/zygote.py) that has
+    imported pytest once forks a child per run, so a run costs no interpreter start either. A run that
+    times out is killed with its whole process group; a server that stops answering gets a fresh
+    container."""
 
     def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed"):
         self.image, self.pytest_args, self.workdir = image, pytest_args, workdir
         self.container = None
+        self.server: ExecStream | None = None
         self._start()
 
     def _start(self) -> None:
@@ -160,35 +166,45 @@ class Workbench:
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
         self.container.put_archive(PROBE_DIR, probe_archive())
+        self.server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
+                                 env={"PYTHONDONTWRITEBYTECODE": "1"}, workdir=self.workdir)
+        ready = self.server.readline(timeout=120)
+        if b"ready" not in ready:
+            raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
 
     def run(self, patch: str, selection: list[str] | None, timeout: float = 120) -> tuple[TestRun, bool]:
         """(the run, whether the patch applied). selection None = the whole suite."""
-        c = self.container
-        c.put_archive(OUT, _file_archive("patch.diff", patch.encode()))
+        args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
+        env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
+        files = {f"{OUT}/patch.diff": patch}
         if selection is not None:
-            c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
-        cmd = pytest_command(self.pytest_args, selection, False, None, self.workdir)
-        script = (f"cd {self.workdir} && git checkout -q -- . && git clean -fdq && rm -f {OUT}/report.jsonl\n"
-                  f"git apply {OUT}/patch.diff || exit 97\n"
-                  f"timeout -k 1 {int(timeout)} bash -c {shlex.quote(cmd)} > {OUT}/pytest.log 2>&1; rc=$?\n"
-                  f"echo '@@bugforge-report@@'; cat {OUT}/report.jsonl 2>/dev/null; echo '@@bugforge-log@@';"
-                  f" tail -n 30 {OUT}/pytest.log; git checkout -q -- . && git clean -fdq; exit $rc")
+            env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
+            files[f"{OUT}/select.txt"] = "\n".join(selection)
+            args += sorted({t.split("::")[0] for t in selection})
+        req = {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
+               "setup": f"git apply {OUT}/patch.diff", "restore": "git checkout -q -- . && git clean -fdq",
+               "report": f"{OUT}/report.jsonl"}
         start = time.monotonic()
-        code, output = c.exec_run(["bash", "-c", script], user="root")
-        run = TestRun(exit_code=code, wall=time.monotonic() - start)
-        if code == 97:
-            return run, False
-        text = output.decode(errors="replace")
-        report, _, log = text.partition("@@bugforge-report@@")[2].partition("@@bugforge-log@@")
-        run.log_tail = log[-3000:]
-        run.timed_out = code in (124, 137)
-        _parse_report(report.encode(), run)
-        if run.timed_out:
+        try:
+            self.server.write((json.dumps(req) + "\n").encode())
+            resp = json.loads(self.server.readline(timeout=timeout + 60))
+        except (TimeoutError, StreamClosed, json.JSONDecodeError) as e:
             self.close()
             self._start()
+            return TestRun(timed_out=True, wall=time.monotonic() - start, log_tail=f"test server lost: {e}"), True
+        run = TestRun(exit_code=resp.get("exit"), wall=time.monotonic() - start, log_tail=resp.get("log", ""))
+        if resp.get("error"):
+            raise RuntimeError(f"test server error: {resp['error']}")
+        if resp.get("setup_rc"):
+            return run, False
+        run.timed_out = bool(resp.get("timed_out"))
+        _parse_report(resp.get("report", "").encode(), run)
         return run, True
 
     def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
         if self.container is not None:
             try:
                 self.container.remove(force=True)

@@ -1,0 +1,309 @@
+"""Issue 4: mutation operators, exact labels, selected == full validation, resume after a kill, hung
+bugs caught by the timeout, history reverts, combinations, leak-free problem statements, and the
+official SWE-bench harness agreeing with our exports. Real containers and repositories throughout."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bugforge.records import Candidate, read_jsonl
+from factory import build_environment
+from factory.generate import generate
+from factory.mutations import OPERATORS, STRATEGY_OF, candidates
+from factory.patches import changed_lines, file_diff, patch_id
+from factory.statement import leaks, write
+from factory.testmap import TestMap
+from factory.validate import Validator
+from tests.conftest import git_repo
+
+EVERYTHING = '''
+import functools
+
+
+class Base(Exception):
+    def describe(self):
+        return "base"
+
+    def other(self):
+        return 1
+
+
+class Child(Base):
+    """doc"""
+
+    def run(self, items, limit=3, flag=True):
+        total = 0
+        for i in range(len(items)):
+            total += items[i] * 2 - 1
+        while total > 100:
+            total = total // 2
+        if total < 0 and flag:
+            raise ValueError("negative")
+        else:
+            total = total + 0
+        if not items:
+            return None
+        assert limit >= 0
+        with open("/dev/null") as f:
+            f.read()
+        try:
+            x = int("3")
+        except ValueError:
+            x = 0
+        head = items[1:limit]
+        pair = divmod(total, x)
+        return total + x + len(head) + pair[0]
+'''
+
+
+def test_every_operator_produces_a_parsable_mutation():
+    covered = set(range(1, 200))
+    made = {}
+    for m in candidates(EVERYTHING, covered):
+        compile(m.source, "x.py", "exec")
+        assert m.source != EVERYTHING
+        made.setdefault(m.strategy, m)
+    expected = {STRATEGY_OF.get(op.name, op.name) for op in OPERATORS}
+    assert set(made) == expected
+    diff = lambda s: file_diff("x.py", EVERYTHING, made[s].source)  # noqa: E731
+    assert "-class Base(Exception):\n+class Base:" in diff("class_rm_base")
+    assert "-        for i in range(len(items)):" in diff("remove_loop")
+    assert "+        head = items[1:limit - 1]" in diff("off_by_one") or "range(len(items) - 1)" in diff("off_by_one")
+    assert "-            raise ValueError" in diff("remove_raise") or "+            pass" in diff("remove_raise")
+    assert "pair = divmod(x, total)" in diff("swap_args")
+    assert "limit=4" in diff("wrong_default") or "flag=False" in diff("wrong_default")
+
+
+def test_only_covered_lines_are_mutated():
+    assert list(candidates(EVERYTHING, set())) == []
+    only = {line for line, text in enumerate(EVERYTHING.splitlines(), 1) if "total = total // 2" in text}
+    ms = list(candidates(EVERYTHING, only))
+    assert ms and all(changed_lines(EVERYTHING, m.source) <= only | set(range(1, 60)) for m in ms)
+    assert {m.strategy for m in ms} <= {"remove_assign", "op_change", "op_swap", "class_rm_base", "class_rm_funcs",
+                                         "class_shuffle_funcs", "wrong_default", "op_change_const"}
+
+
+CALC = {
+    "setup.py": "from setuptools import setup, find_packages\nsetup(name='calc', packages=find_packages())\n",
+    "calc/__init__.py": "",
+    "calc/ops.py": '''
+        SCALE = 10
+
+
+        def add(a, b):
+            return a + b
+
+
+        def sub(a, b):
+            return a - b
+
+
+        def scaled(x):
+            return x * SCALE
+
+
+        def countdown(n):
+            while n > 0:
+                n -= 1
+            return n
+        ''',
+    "tests/test_ops.py": '''
+        import pytest
+
+        from calc.ops import add, countdown, scaled, sub
+
+
+        @pytest.fixture(scope="module")
+        def five():
+            return add(2, 3)
+
+
+        def test_add():
+            assert add(2, 3) == 5
+
+
+        def test_sub():
+            assert sub(5, 3) == 2
+
+
+        def test_scaled():
+            assert scaled(2) == 20
+
+
+        def test_countdown():
+            assert countdown(3) == 0
+
+
+        def test_uses_five(five):
+            assert five == 5
+        ''',
+}
+
+
+def edit(repo: Path, path: str, old: str, new: str, strategy="manual") -> Candidate:
+    text = (repo / path).read_text()
+    assert old in text
+    after = text.replace(old, new, 1)
+    patch = file_diff(path, text, after)
+    return Candidate(patch_id(patch), strategy, patch, [path], {path: sorted(changed_lines(text, after))}, "f")
+
+
+@pytest.fixture(scope="module")
+def calc_env(base_image, tmp_path_factory):
+    root = tmp_path_factory.mktemp("calc")
+    git_repo(root / "calc", CALC)
+    env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
+    return env
+
+
+def test_labels_are_exact_in_both_modes(calc_env):
+    repo = Path(calc_env.repo_dir)
+    tm = TestMap.load(Path(calc_env.testmap))
+    cases = [  # (bug, expected FAIL_TO_PASS, expected mode in "selected")
+        (edit(repo, "calc/ops.py", "return a - b", "return a + b"), ["tests/test_ops.py::test_sub"], "selected"),
+        # add() runs in a test and in a module-scoped fixture: both users of the fixture see it
+        (edit(repo, "calc/ops.py", "return a + b", "return a - b"),
+         ["tests/test_ops.py::test_add", "tests/test_ops.py::test_uses_five"], "selected"),
+        # a module-level constant runs at import time: coverage cannot decide, the whole suite runs
+        (edit(repo, "calc/ops.py", "SCALE = 10", "SCALE = 11"), ["tests/test_ops.py::test_scaled"], "suite"),
+    ]
+    selected, full = Validator(calc_env, tm, "selected"), Validator(calc_env, tm, "full")
+    try:
+        for cand, f2p, mode in cases:
+            a, b = selected.validate(cand), full.validate(cand)
+            assert a.status == b.status == "valid"
+            assert a.FAIL_TO_PASS == b.FAIL_TO_PASS == f2p
+            assert a.PASS_TO_PASS == b.PASS_TO_PASS == sorted(set(calc_env.passing) - set(f2p))
+            assert a.mode == mode and b.mode == "full"
+    finally:
+        selected.close()
+        full.close()
+
+
+def test_infinite_loop_is_caught_by_the_timeout(calc_env):
+    repo = Path(calc_env.repo_dir)
+    cand = edit(repo, "calc/ops.py", "        n -= 1\n", "        n -= 0\n")
+    v = Validator(calc_env, TestMap.load(Path(calc_env.testmap)), "selected", timeout=5)
+    v.timeout = 5
+    try:
+        t0 = time.monotonic()
+        result = v.validate(cand)
+        assert result.status == "timeout" and time.monotonic() - t0 < 60
+        # the workbench is usable afterwards
+        ok = v.validate(edit(repo, "calc/ops.py", "return a - b", "return a * b"))
+        assert ok.status == "valid"
+    finally:
+        v.close()
+
+
+def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
+    import shutil
+    envdir = Path(calc_env.testmap).parent
+    reports = {}
+    for mode in ("selected", "full"):
+        d = tmp_path / mode
+        shutil.copytree(envdir, d)
+        generate(d, max_candidates=25, workers=2, mode=mode, log=lambda m: None,
+                 strategies=["op_change", "remove_assign", "op_change_const", "remove_loop", "flip_operators",
+                             "wrong_default", "change_return", "swap_args"])
+        reports[mode] = {r["candidate"]: r for r in read_jsonl(d / "validations.jsonl")}
+    assert set(reports["selected"]) == set(reports["full"])
+    for cid, a in reports["selected"].items():
+        b = reports["full"][cid]
+        a_valid, b_valid = a["status"] == "valid", b["status"] == "valid"
+        assert a_valid == b_valid, (cid, a, b)
+        assert a["FAIL_TO_PASS"] == b["FAIL_TO_PASS"]
+        if a_valid:
+            assert a["PASS_TO_PASS"] == b["PASS_TO_PASS"]
+
+
+def test_generate_resumes_after_a_kill(calc_env, tmp_path):
+    import shutil
+    d = tmp_path / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, d)
+    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "generate", str(d), "--max-candidates", "30",
+           "--workers", "1", "--strategies", "op_change,remove_assign,op_change_const,flip_operators,swap_args"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(read_jsonl(d / "validations.jsonl")) < 3:
+        time.sleep(0.2)
+    p.kill()
+    p.wait()
+    partial = read_jsonl(d / "validations.jsonl")
+    assert 3 <= len(partial)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = read_jsonl(d / "validations.jsonl")
+    ids = [x["candidate"] for x in rows]
+    cands = read_jsonl(d / "candidates.jsonl")
+    assert len(ids) == len(set(ids)) == len({c["id"] for c in cands})  # each validated exactly once
+    assert [x["candidate"] for x in rows[:len(partial)]] == [x["candidate"] for x in partial]  # kept as they were
+
+
+def test_history_reverts_and_combinations(base_image, tmp_path):
+    repo = git_repo(tmp_path / "hist", {**CALC, "calc/ops.py": CALC["calc/ops.py"].replace(
+        "def sub(a, b):\n            return a - b", "def sub(a, b):\n            return a + (-b if b else 0)")}, "first")
+    git_repo(repo, {"calc/ops.py": CALC["calc/ops.py"],
+                    "tests/test_more.py": "from calc.ops import sub\n\n\ndef test_sub_zero():\n    assert sub(0, 0) == 0\n"},
+             "simplify sub and test it")
+    env, _ = build_environment(str(repo), out=tmp_path / "runs", log=lambda m: None)
+    assert env.history_dir
+    rep = generate(tmp_path / "runs" / "hist", max_candidates=12, workers=2, log=lambda m: None,
+                   strategies=["history", "op_change", "remove_assign", "change_return", "combine"])
+    rows = read_jsonl(tmp_path / "runs" / "hist" / "candidates.jsonl")
+    hist = [c for c in rows if c["strategy"] == "history"]
+    assert len(hist) == 1 and hist[0]["meta"]["subject"] == "simplify sub and test it"
+    assert "-    return a - b" in hist[0]["patch"] and "tests/" not in hist[0]["patch"]
+    assert rep["history"].candidates == 1
+    combos = [c for c in rows if c["strategy"] == "combine"]
+    assert combos and all(2 <= len(c["parents"]) <= 3 for c in combos)
+    assert rep["combine"].valid >= 1
+
+
+def test_problem_statement_does_not_leak_the_diff(calc_env):
+    repo = Path(calc_env.repo_dir)
+    cand = edit(repo, "calc/ops.py", "return a - b", "return a + b")
+    v = Validator(calc_env, TestMap.load(Path(calc_env.testmap)), "selected")
+    try:
+        val = v.validate(cand)
+    finally:
+        v.close()
+    text = write(cand, val)
+    assert "tests/test_ops.py::test_sub" in text
+    assert leaks(text, cand.patch) == [] and "a + b" not in text and "diff" not in text
+
+
+def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
+    from factory.export import export, remove_images
+    envdir = Path(calc_env.testmap).parent
+    generate(envdir, max_candidates=8, workers=2, log=lambda m: None,
+             strategies=["op_change", "remove_assign", "change_return", "op_change_const"])
+    out = export(envdir, tmp_path / "inst.jsonl", limit=4)
+    rows = read_jsonl(out)
+    assert len(rows) == 4
+    try:
+        empty = tmp_path / "empty.jsonl"
+        noop = tmp_path / "noop.jsonl"
+        note = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+hello\n"
+        empty.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "empty",
+                                             "model_patch": ""}) + "\n" for r in rows))
+        noop.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "noop",
+                                            "model_patch": note}) + "\n" for r in rows))
+        results = {}
+        for name, preds in (("gold", "gold"), ("empty", str(empty)), ("noop", str(noop))):
+            r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(out), "-p", preds,
+                                "--run_id", f"t{name}", "--max_workers", "2"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=900)
+            assert r.returncode == 0, r.stderr[-2000:]
+            results[name] = json.loads((tmp_path / f"{name}.t{name}.json").read_text())
+        ids = sorted(r["instance_id"] for r in rows)
+        assert results["gold"]["resolved_ids"] == ids
+        assert results["empty"]["resolved_ids"] == [] and results["empty"]["empty_patch_ids"] == ids
+        assert results["noop"]["resolved_ids"] == [] and results["noop"]["unresolved_ids"] == ids
+    finally:
+        remove_images(rows)
