@@ -215,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
 
     dm = sub.add_parser("demo", help="the main job on the bundled example repository")
     dm.add_argument("--out", default="runs")
-    dm.add_argument("--max-candidates", type=int, default=300)
+    dm.add_argument("--max-candidates", type=int, default=150)
     dm.add_argument("--workers", type=int, default=2)
     dm.set_defaults(func=cmd_demo)
     return p

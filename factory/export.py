@@ -75,8 +75,8 @@ def reverse(patch: str, repo_dir: str) -> str:
     import subprocess
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, tmp + "/r"], check=True)
-        subprocess.run(["git", "-C", tmp + "/r", "apply", "-"], input=patch, text=True, check=True)
+        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, tmp + "/r"], check=True, capture_output=True)
+        subprocess.run(["git", "-C", tmp + "/r", "apply", "-"], input=patch, text=True, check=True, capture_output=True)
         return subprocess.run(["git", "-C", tmp + "/r", "diff", "-R", "--src-prefix=a/", "--dst-prefix=b/"], capture_output=True, text=True, check=True).stdout
 
 

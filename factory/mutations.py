@@ -96,7 +96,9 @@ def _change_return(node: cst.Return):
     v = node.value
     if isinstance(v, cst.Name) and v.value in ("True", "False"):
         return node.with_changes(value=cst.Name("False" if v.value == "True" else "True"))
-    return node.with_changes(value=None if not isinstance(v, cst.Name) or v.value != "None" else cst.Integer("0"))
+    if isinstance(v, cst.Name) and v.value == "None":
+        return node.with_changes(value=cst.Integer("0"))
+    return node.with_changes(value=None, whitespace_after_return=cst.MaybeSentinel.DEFAULT)
 
 
 def _wrong_default(node: cst.Param):
