@@ -162,6 +162,36 @@ def cmd_demo(a) -> int:
     return 0
 
 
+def load_instances(paths: list[str]) -> dict[str, dict]:
+    from bugforge.records import read_jsonl
+    rows = {}
+    for p in paths or []:
+        if not Path(p).exists():
+            raise BugforgeError(f"dataset {p} does not exist", "pass a JSONL of task instances (factory export)")
+        for r in read_jsonl(Path(p)):
+            if "instance_id" not in r or "image" not in r:
+                raise BugforgeError(f"dataset {p} has a row without instance_id/image", "pass SWE-bench-format rows")
+            rows[r["instance_id"]] = r
+    return rows
+
+
+def cmd_sandbox_serve(a) -> int:
+    import os
+    import secrets
+    import uvicorn
+    from sandbox.runtime import Runtime, SandboxConfig
+    from sandbox.service import create_app
+    token = a.token or os.environ.get("BUGFORGE_SANDBOX_TOKEN")
+    if not token:
+        token = secrets.token_urlsafe(24)
+        console.print(f"token (set BUGFORGE_SANDBOX_TOKEN to choose one): {token}", markup=False)
+    cfg = SandboxConfig(pool_size=a.pool, mem_limit=a.mem, cpus=a.cpus, pids_limit=a.pids, owner=a.owner)
+    runtime = Runtime(cfg, load_instances(a.dataset))
+    app = create_app(runtime, token, session_ttl=a.ttl)
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bugforge", description="A containerized SWE-task factory and code-agent RL gym.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -212,6 +242,20 @@ def parser() -> argparse.ArgumentParser:
     x.add_argument("--out", help="JSONL to append to (default: runs/NAME/instances.jsonl)")
     x.add_argument("--limit", type=int, help="export at most this many")
     x.set_defaults(func=cmd_factory_export)
+
+    sb = sub.add_parser("sandbox", help="sessions in containers").add_subparsers(dest="cmd", required=True)
+    sv = sb.add_parser("serve", help="run the sandbox HTTP service")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8765)
+    sv.add_argument("--token", help="bearer token (default: $BUGFORGE_SANDBOX_TOKEN, else a new one, printed)")
+    sv.add_argument("--dataset", action="append", help="task instances JSONL (repeatable): sessions by instance id")
+    sv.add_argument("--pool", type=int, default=0, help="warm containers per image")
+    sv.add_argument("--ttl", type=float, default=1800, help="close sessions idle this many seconds")
+    sv.add_argument("--mem", default="2g")
+    sv.add_argument("--cpus", type=float, default=1.0)
+    sv.add_argument("--pids", type=int, default=256)
+    sv.add_argument("--owner", default="sandbox", help="label for this service's containers (orphan clean-up)")
+    sv.set_defaults(func=cmd_sandbox_serve)
 
     dm = sub.add_parser("demo", help="the main job on the bundled example repository")
     dm.add_argument("--out", default="runs")

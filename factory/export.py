@@ -37,6 +37,7 @@ git rev-list --objects "$new" | cut -d' ' -f1 | sort > /tmp/new.txt
 for o in $(comm -23 /tmp/old.txt /tmp/new.txt); do rm -f ".git/objects/${{o:0:2}}/${{o:2}}"; done
 rm -rf .git/logs .git/ORIG_HEAD /tmp/old.txt /tmp/new.txt
 test -z "$(git status --porcelain)"
+if id -u agent >/dev/null 2>&1; then chown -R agent /testbed; fi
 git rev-parse HEAD
 """
 PLANTED = r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"

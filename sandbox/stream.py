@@ -17,11 +17,12 @@ class StreamClosed(Exception):
 
 class ExecStream:
     def __init__(self, container, cmd: list[str], *, env: dict[str, str] | None = None, user: str = "root",
-                 workdir: str | None = None):
+                 workdir: str | None = None, tty: bool = False):
         api = client().api
-        self.exec_id = api.exec_create(container.id, cmd, stdin=True, stdout=True, stderr=True, tty=False,
+        self.tty = tty  # with a terminal, output is one raw stream (no frames) and ^C interrupts
+        self.exec_id = api.exec_create(container.id, cmd, stdin=True, stdout=True, stderr=True, tty=tty,
                                        environment=env, user=user, workdir=workdir)["Id"]
-        sock = api.exec_start(self.exec_id, socket=True)
+        sock = api.exec_start(self.exec_id, socket=True, tty=tty)
         self.sock: socket.socket = getattr(sock, "_sock", sock)
         self.sock.setblocking(True)
         self.buf = b""          # raw, still framed
@@ -41,6 +42,9 @@ class ExecStream:
         chunk = self.sock.recv(1 << 16)
         if not chunk:
             raise StreamClosed("the container process closed its output")
+        if self.tty:
+            self.out.extend(chunk)
+            return
         self.buf += chunk
         while len(self.buf) >= 8:
             kind, size = self.buf[0], struct.unpack(">I", self.buf[4:8])[0]
@@ -48,6 +52,15 @@ class ExecStream:
                 break
             payload, self.buf = self.buf[8:8 + size], self.buf[8 + size:]
             (self.err if kind == 2 else self.out).extend(payload)
+
+    def pending(self) -> int:
+        """Bytes of output read but not yet consumed."""
+        return len(self.out)
+
+    def take(self, n: int) -> bytes:
+        data = bytes(self.out[:n])
+        del self.out[:n]
+        return data
 
     def readline(self, timeout: float | None = None) -> bytes:
         """The next stdout line (without its newline)."""

@@ -1,0 +1,320 @@
+"""The in-process sandbox runtime: sessions in containers, a warm pool, and the same interface the HTTP
+client (sandbox/client.py) offers, so an agent or trainer switches between them with one argument.
+
+A session is one container from a task-instance image (or any image with the repo at /testbed):
+network none, memory/CPU/pids limits, a non-root user where the image has one, labelled so orphans can
+be found. Commands go to a persistent shell (sandbox/shell.py); file operations go through a separate
+exec as the session's user, confined to the workspace (sandbox/files.py)."""
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker.errors
+
+from bugforge.engine import LABEL, client
+from bugforge.errors import BugforgeError
+from sandbox.shell import RunResult, Shell
+
+HERE = Path(__file__).parent
+TOOLS = "/opt/bugforge"
+ROLE = "bugforge.role"
+OWNER = "bugforge.owner"
+DIFF_EXCLUDES = ["*.pyc", "__pycache__", ".pytest_cache", "*.egg-info", ".coverage"]
+
+
+@dataclass
+class SandboxConfig:
+    """Limits and defaults for every session of a runtime."""
+
+    mem_limit: str = "2g"
+    """Memory (and memory+swap) limit per container."""
+    cpus: float = 1.0
+    """CPUs per container."""
+    pids_limit: int = 256
+    """Processes per container (stops fork bombs)."""
+    output_cap: int = 100_000
+    """Bytes of a command's output returned; the rest is cut (and the result says so)."""
+    command_timeout: float = 60.0
+    """Default seconds a command may run before it is interrupted."""
+    user: str = "agent"
+    """User the agent acts as, when the image has it (bugforge's images do); root otherwise."""
+    workdir: str = "/testbed"
+    pool_size: int = 0
+    """Containers kept started per image, ahead of demand."""
+    pool_idle_s: float = 600.0
+    """A pooled container unused this long is removed."""
+    owner: str = "sandbox"
+    """Label value that marks this runtime's containers (for orphan clean-up)."""
+
+
+@dataclass
+class Session:
+    id: str
+    image: str
+    container: object
+    shell: Shell
+    user: str
+    base_commit: str
+    config: SandboxConfig
+    instance: dict | None = None
+    """The task instance (a dataset row) this session works on, if any: what `submit` grades against."""
+    created: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.time)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- commands ---------------------------------------------------------------------------
+    def run(self, command: str, timeout: float | None = None) -> RunResult:
+        with self.lock:
+            self.last_used = time.time()
+            return self.shell.run(command, timeout or self.config.command_timeout)
+
+    # --- files (confined to the workspace) ----------------------------------------------------
+    def _files(self, **req) -> dict:
+        self.last_used = time.time()
+        req.setdefault("root", self.config.workdir)
+        cmd = ["python3", f"{TOOLS}/bugforge_files.py"]
+        api = client().api
+        eid = api.exec_create(self.container.id, cmd, stdin=True, user=self.user)["Id"]
+        sock = api.exec_start(eid, socket=True)
+        raw = getattr(sock, "_sock", sock)
+        raw.sendall(json.dumps(req).encode())
+        raw.shutdown(1)  # end of stdin
+        data = b""
+        while True:
+            chunk = raw.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        raw.close()
+        out = _demux(data)
+        try:
+            answer = json.loads(out or b"{}")
+        except json.JSONDecodeError:
+            answer = {"ok": False, "error": f"file helper failed: {out[-300:]!r}"}
+        if not answer.get("ok"):
+            raise BugforgeError(answer.get("error", "file operation failed"))
+        return answer
+
+    def read(self, path: str, max_bytes: int = 1 << 20) -> str:
+        return self._files(op="read", path=path, max_bytes=max_bytes)["content"]
+
+    def write(self, path: str, content: str) -> None:
+        self._files(op="write", path=path, content=content)
+
+    def edit(self, path: str, old: str, new: str) -> None:
+        """Replace `old` by `new`; `old` must occur exactly once."""
+        self._files(op="edit", path=path, old=old, new=new)
+
+    def list(self, path: str = ".") -> list[dict]:
+        return self._files(op="list", path=path)["entries"]
+
+    def diff(self) -> str:
+        """The session's changes against the instance's state, as a patch (new files included)."""
+        excl = " ".join(f"':(exclude){p}'" for p in DIFF_EXCLUDES) + " " + " ".join(
+            f"':(exclude)**/{p}'" for p in DIFF_EXCLUDES)
+        script = (f"cd {self.config.workdir} && export GIT_INDEX_FILE=$(mktemp) && git read-tree {self.base_commit} && "
+                  f"git add -A -- . {excl} && git diff --cached --binary {self.base_commit}; rc=$?; "
+                  "rm -f $GIT_INDEX_FILE; exit $rc")
+        code, out = self.container.exec_run(["bash", "-c", script], user=self.user)
+        if code != 0:
+            raise BugforgeError(f"diff failed in session {self.id}: {out.decode(errors='replace')[-300:]}")
+        return out.decode(errors="replace")
+
+    def submit(self):
+        """Grade the session's diff against its instance, in a fresh container (sandbox.grader)."""
+        from sandbox.grader import grade_patch
+        if self.instance is None:
+            raise BugforgeError(f"session {self.id} was not created for a task instance, so it cannot be graded",
+                                "create it with an instance id")
+        return grade_patch(self.instance, self.diff())
+
+    @property
+    def instance_id(self) -> str | None:
+        return (self.instance or {}).get("instance_id")
+
+    def close(self) -> None:
+        try:
+            self.shell.close()
+        finally:
+            try:
+                self.container.remove(force=True)
+            except docker.errors.APIError:
+                pass
+
+
+def _demux(data: bytes) -> bytes:
+    out, i = bytearray(), 0
+    while i + 8 <= len(data):
+        kind, size = data[i], int.from_bytes(data[i + 4:i + 8], "big")
+        if kind == 1:
+            out += data[i + 8:i + 8 + size]
+        i += 8 + size
+    return bytes(out)
+
+
+def _tools_archive() -> bytes:
+    from sandbox.testrun import PROBE, ZYGOTE
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        d = tarfile.TarInfo("bugforge")
+        d.type, d.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(d)
+        for name, path in (("bugforge_files.py", HERE / "files.py"), ("bugforge_probe.py", PROBE),
+                           ("bugforge_zygote.py", ZYGOTE)):
+            data = path.read_bytes()
+            info = tarfile.TarInfo(f"bugforge/{name}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@dataclass
+class _Warm:
+    container: object
+    shell: Shell
+    user: str
+    base_commit: str
+    born: float = field(default_factory=time.time)
+
+
+class Runtime:
+    """Creates and tracks sessions. Thread-safe."""
+
+    def __init__(self, config: SandboxConfig | None = None, instances: dict[str, dict] | None = None):
+        self.config = config or SandboxConfig()
+        self.instances = instances or {}
+        self.sessions: dict[str, Session] = {}
+        self.pool: dict[str, list[_Warm]] = {}
+        self.lock = threading.Lock()
+        self._tools = _tools_archive()
+
+    # --- containers -----------------------------------------------------------------------------
+    def _start(self, image: str) -> _Warm:
+        cfg = self.config
+        try:
+            c = client().containers.run(
+                image, ["sleep", "infinity"], detach=True, network_mode="none", mem_limit=cfg.mem_limit,
+                memswap_limit=cfg.mem_limit, nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
+                labels={LABEL: "session", ROLE: "session", OWNER: cfg.owner}, working_dir=cfg.workdir,
+                stop_signal="SIGKILL", init=False)
+        except docker.errors.ImageNotFound:
+            raise BugforgeError(f"image {image} is not present", "build it (bugforge factory export) or pull it")
+        except docker.errors.APIError as e:
+            raise BugforgeError(f"cannot start a container from {image}: {e.explanation or e}")
+        try:
+            c.put_archive("/opt", self._tools)
+            code, out = c.exec_run(["sh", "-c", f"id -u {cfg.user} >/dev/null 2>&1 && echo user; "
+                                    f"cd {cfg.workdir} 2>/dev/null && git rev-parse HEAD 2>/dev/null"], user="root")
+            lines = out.decode(errors="replace").split()
+            user = cfg.user if "user" in lines else "root"
+            base = next((l for l in lines if len(l) == 40), "HEAD")
+            if user != "root":  # the workspace belongs to the agent (bugforge's instance images already do)
+                c.exec_run(["sh", "-c", f"[ \"$(stat -c %U {cfg.workdir})\" = {user} ] || chown -R {user} {cfg.workdir}"],
+                           user="root")
+            shell = Shell(c, user=user, workdir=cfg.workdir, output_cap=cfg.output_cap)
+            return _Warm(c, shell, user, base)
+        except Exception:
+            c.remove(force=True)
+            raise
+
+    def create(self, image: str | None = None, instance_id: str | None = None) -> Session:
+        """A session from the warm pool when one is ready, else a fresh container. Give an image, or
+        the id of an instance this runtime knows (its image is used and `submit` grades against it)."""
+        instance = None
+        if instance_id is not None:
+            instance = self.instances.get(instance_id)
+            if instance is None:
+                raise BugforgeError(f"unknown instance {instance_id!r}", "load a dataset that has it")
+            image = image or instance["image"]
+        if not image:
+            raise BugforgeError("a session needs an image or an instance id")
+        warm = None
+        with self.lock:
+            if self.pool.get(image):
+                warm = self.pool[image].pop()
+        if warm is None:
+            warm = self._start(image)
+        if self.config.pool_size:
+            self._refill_later(image)
+        s = Session(secrets.token_hex(8), image, warm.container, warm.shell, warm.user, warm.base_commit,
+                    self.config, instance)
+        with self.lock:
+            self.sessions[s.id] = s
+        return s
+
+    def get(self, session_id: str) -> Session:
+        s = self.sessions.get(session_id)
+        if s is None:
+            raise KeyError(session_id)
+        return s
+
+    def close(self, session_id: str) -> None:
+        with self.lock:
+            s = self.sessions.pop(session_id, None)
+        if s:
+            s.close()
+
+    # --- warm pool ------------------------------------------------------------------------------
+    def warm(self, image: str, size: int | None = None) -> None:
+        """Fill the pool for `image` up to `size` (default: config.pool_size) now."""
+        size = self.config.pool_size if size is None else size
+        while len(self.pool.get(image, [])) < size:
+            w = self._start(image)
+            with self.lock:
+                self.pool.setdefault(image, []).append(w)
+
+    def _refill_later(self, image: str) -> None:
+        threading.Thread(target=self._safe_warm, args=(image,), daemon=True).start()
+
+    def _safe_warm(self, image: str) -> None:
+        try:
+            self.warm(image)
+        except Exception:
+            pass
+
+    def reap(self, session_ttl: float | None = None) -> list[str]:
+        """Close sessions idle longer than `session_ttl` and pooled containers past pool_idle_s."""
+        now, closed = time.time(), []
+        if session_ttl is not None:
+            for sid, s in list(self.sessions.items()):
+                if now - s.last_used > session_ttl and not s.lock.locked():
+                    self.close(sid)
+                    closed.append(sid)
+        with self.lock:
+            stale = [(img, w) for img, ws in self.pool.items() for w in ws if now - w.born > self.config.pool_idle_s]
+            for img, w in stale:
+                self.pool[img].remove(w)
+        for _, w in stale:
+            w.shell.close()
+            w.container.remove(force=True)
+        return closed
+
+    def remove_orphans(self) -> int:
+        """Remove containers this runtime's owner label marks but that no live session or pool entry holds."""
+        live = {s.container.id for s in self.sessions.values()} | {w.container.id for ws in self.pool.values() for w in ws}
+        n = 0
+        for c in client().containers.list(all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}):
+            if c.id not in live:
+                try:
+                    c.remove(force=True)
+                    n += 1
+                except docker.errors.APIError:
+                    pass
+        return n
+
+    def shutdown(self) -> None:
+        for sid in list(self.sessions):
+            self.close(sid)
+        with self.lock:
+            pooled = [w for ws in self.pool.values() for w in ws]
+            self.pool.clear()
+        for w in pooled:
+            w.shell.close()
+            w.container.remove(force=True)

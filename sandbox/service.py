@@ -1,0 +1,164 @@
+"""The sandbox as a service: FastAPI over the in-process Runtime. Bearer-token auth, a request-size
+limit, OpenAPI at /openapi.json. On start and on shutdown it removes containers it labelled and does
+not track (so a killed service leaves nothing behind once restarted); idle sessions are closed after
+their TTL. `bugforge sandbox serve` runs it."""
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from dataclasses import asdict
+from typing import Optional
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+
+from bugforge.errors import BugforgeError
+from sandbox.runtime import Runtime
+
+MAX_TEXT = 4_000_000
+
+
+class CreateRequest(BaseModel):
+    image: Optional[str] = Field(None, max_length=300, description="image to start (default: the instance's)")
+    instance_id: Optional[str] = Field(None, max_length=300, description="a task instance the service knows")
+
+
+class RunRequest(BaseModel):
+    command: str = Field(..., max_length=1_000_000)
+    timeout: Optional[float] = Field(None, gt=0, le=3600)
+
+
+class PathRequest(BaseModel):
+    path: str = Field(".", max_length=4096)
+    max_bytes: int = Field(1 << 20, ge=0, le=MAX_TEXT)
+
+
+class WriteRequest(BaseModel):
+    path: str = Field(..., max_length=4096)
+    content: str = Field(..., max_length=MAX_TEXT)
+
+
+class EditRequest(BaseModel):
+    path: str = Field(..., max_length=4096)
+    old: str = Field(..., max_length=MAX_TEXT)
+    new: str = Field("", max_length=MAX_TEXT)
+
+
+class GradeRequest(BaseModel):
+    instance_id: str = Field(..., max_length=300)
+    patch: str = Field(..., max_length=MAX_TEXT)
+
+
+def create_app(runtime: Runtime, token: str, *, max_body: int = 8_000_000, session_ttl: float = 1800,
+               reap_every: float = 30) -> FastAPI:
+    app = FastAPI(title="bugforge sandbox", version="1", description="Sessions in containers for coding agents.")
+    bearer = HTTPBearer(auto_error=False)
+    stop = threading.Event()
+
+    def auth(cred: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
+        if cred is None or not hmac.compare_digest(cred.credentials.encode(), token.encode()):
+            raise HTTPException(401, "missing or wrong bearer token")
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):
+        size = request.headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > max_body):
+            return JSONResponse({"detail": f"request body over {max_body} bytes"}, status_code=413)
+        if size is None and request.method in ("POST", "PUT", "PATCH"):
+            body = await request.body()
+            if len(body) > max_body:
+                return JSONResponse({"detail": f"request body over {max_body} bytes"}, status_code=413)
+        return await call_next(request)
+
+    @app.exception_handler(BugforgeError)
+    async def user_error(request: Request, e: BugforgeError):
+        return JSONResponse({"detail": e.line()}, status_code=400)
+
+    @app.exception_handler(KeyError)
+    async def missing(request: Request, e: KeyError):
+        return JSONResponse({"detail": f"no session {e.args[0] if e.args else ''}"}, status_code=404)
+
+    def reaper():
+        while not stop.wait(reap_every):
+            try:
+                runtime.reap(session_ttl)
+            except Exception:
+                pass
+
+    @app.on_event("startup")
+    def startup() -> None:
+        import anyio.to_thread
+        anyio.to_thread.current_default_thread_limiter().total_tokens = 512  # sessions block on their shells
+        runtime.remove_orphans()
+        threading.Thread(target=reaper, daemon=True).start()
+
+    @app.on_event("shutdown")
+    def shutdown() -> None:
+        stop.set()
+        runtime.shutdown()
+        runtime.remove_orphans()
+
+    deps = [Depends(auth)]
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "sessions": len(runtime.sessions), "time": time.time()}
+
+    @app.get("/sessions", dependencies=deps)
+    def sessions() -> list[dict]:
+        return [{"id": s.id, "image": s.image, "instance_id": s.instance_id, "user": s.user,
+                 "idle_s": round(time.time() - s.last_used, 1)} for s in list(runtime.sessions.values())]
+
+    @app.post("/sessions", dependencies=deps)
+    def create(req: CreateRequest) -> dict:
+        s = runtime.create(req.image, req.instance_id)
+        return {"id": s.id, "image": s.image, "instance_id": s.instance_id, "user": s.user}
+
+    @app.post("/sessions/{sid}/run", dependencies=deps)
+    def run(sid: str, req: RunRequest) -> dict:
+        return asdict(runtime.get(sid).run(req.command, req.timeout))
+
+    @app.post("/sessions/{sid}/read", dependencies=deps)
+    def read(sid: str, req: PathRequest) -> dict:
+        return {"content": runtime.get(sid).read(req.path, req.max_bytes)}
+
+    @app.post("/sessions/{sid}/write", dependencies=deps)
+    def write(sid: str, req: WriteRequest) -> dict:
+        runtime.get(sid).write(req.path, req.content)
+        return {"ok": True}
+
+    @app.post("/sessions/{sid}/edit", dependencies=deps)
+    def edit(sid: str, req: EditRequest) -> dict:
+        runtime.get(sid).edit(req.path, req.old, req.new)
+        return {"ok": True}
+
+    @app.post("/sessions/{sid}/list", dependencies=deps)
+    def listing(sid: str, req: PathRequest) -> dict:
+        return {"entries": runtime.get(sid).list(req.path)}
+
+    @app.get("/sessions/{sid}/diff", dependencies=deps)
+    def diff(sid: str) -> dict:
+        return {"patch": runtime.get(sid).diff()}
+
+    @app.post("/sessions/{sid}/submit", dependencies=deps)
+    def submit(sid: str) -> dict:
+        return asdict(runtime.get(sid).submit())
+
+    @app.delete("/sessions/{sid}", dependencies=deps)
+    def close(sid: str) -> dict:
+        runtime.get(sid)
+        runtime.close(sid)
+        return {"ok": True}
+
+    @app.post("/grade", dependencies=deps)
+    def grade(req: GradeRequest) -> dict:
+        from sandbox.grader import grade_patch
+        inst = runtime.instances.get(req.instance_id)
+        if inst is None:
+            raise BugforgeError(f"unknown instance {req.instance_id!r}", "start the service with a dataset that has it")
+        return asdict(grade_patch(inst, req.patch))
+
+    return app
