@@ -101,15 +101,24 @@ def detect(repo: Path) -> Recipe:
                        " and stop-early flags would corrupt per-test outcomes and coverage)")
     if not r.install:
         r.notes.append("install: nothing to install (plain source tree)")
-    r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
+    if _legacy_path_hooks(repo):
+        # pytest 9 removed the py.path arguments of hooks (deprecated since 7): such a conftest.py cannot load.
+        r.install.append("pip install 'pytest<9'")
+        r.notes.append("install: pytest<9 (a conftest.py implements a hook with the py.path argument pytest 9 removed)")
+    else:
+        r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
     name = _dist_name(repo, pyproject, setup_cfg) if installable else None
     if name:
         # A pinned requirements file (pip-compile output often pins the project itself) or a plugin that
         # requires the project can replace the tree under test with a release from the index: put the
-        # tree back unless the installed distribution still comes from here.
-        check = ('import importlib.metadata as m, os, sys; sys.exit(("file://" + os.getcwd()) not in '
-                 f'(m.distribution("{name}").read_text("direct_url.json") or ""))')
-        r.install.append(f"python -c {shlex.quote(check)} || pip install --no-deps -e . || pip install --no-deps .")
+        # tree back unless the installed distribution still comes from here (a PEP 660 or plain install
+        # names the tree in direct_url.json; `setup.py develop` keeps its egg-info in the tree; -I keeps
+        # the current directory off sys.path, so that egg-info counts only while installed).
+        check = (f'import importlib.metadata as m, os, sys; d = m.distribution("{name}"); here = os.getcwd(); '
+                 'sys.exit(not (("file://" + here) in (d.read_text("direct_url.json") or "") '
+                 'or os.path.abspath(d.locate_file("")).startswith(here)))')
+        r.install.append(f"python -I -c {shlex.quote(check)} 2>/dev/null || pip install --no-deps -e . "
+                         "|| pip install --no-deps .")
         r.notes.append(f"install: {name} reinstalled from the tree (no dependencies) if a later step replaced it")
     if not _has_pytest_config(pyproject, setup_cfg, tox, repo):
         tests = _unittest_style(repo)
@@ -121,24 +130,21 @@ def detect(repo: Path) -> Recipe:
 
 def _dist_name(repo: Path, pyproject: dict, setup_cfg) -> str | None:
     """The project's distribution name: PKG-INFO (an sdist), pyproject.toml, setup.cfg or a literal in setup.py."""
+    names = []
     if (repo / "PKG-INFO").is_file():
         m = re.search(r"^Name:\s*(\S+)", (repo / "PKG-INFO").read_text(errors="replace"), re.M)
-        if m:
-            return m.group(1)
-    name = pyproject.get("project", {}).get("name") or setup_cfg.get("metadata", "name", fallback=None)
-    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9._-]+", name.strip()):
-        return name.strip()
+        names.append(m.group(1) if m else None)
+    names += [pyproject.get("project", {}).get("name"), setup_cfg.get("metadata", "name", fallback=None)]
     if (repo / "setup.py").exists():
         try:
             tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
         except SyntaxError:
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
-                for kw in node.keywords:
-                    if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                        return kw.value.value
-    return None
+            tree = ast.Module(body=[], type_ignores=[])
+        names += [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
+                  for kw in node.keywords if kw.arg == "name" and isinstance(kw.value, ast.Constant)]
+    return next((n.strip() for n in names if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9._-]+", n.strip())),
+                None)
 
 
 def _toml(p: Path) -> dict:
@@ -298,6 +304,15 @@ def _clean_addopts(addopts: list[str]) -> tuple[list[str], list[str]]:
             kept.append(a)
         i += 1
     return kept, dropped
+
+
+LEGACY_PATH_HOOK = re.compile(r"def\s+pytest_(ignore_collect|collect_file|pycollect_makemodule|report_header|"
+                              r"report_collectionfinish)\s*\([^)]*\b(path|startdir)\b")
+
+
+def _legacy_path_hooks(repo: Path) -> bool:
+    return any(LEGACY_PATH_HOOK.search(p.read_text(errors="replace")) for p in repo.rglob("conftest.py")
+               if ".git" not in p.parts)
 
 
 def _unittest_style(repo: Path) -> bool:

@@ -1,0 +1,277 @@
+"""Issue 5: sessions, the persistent shell, confinement, hostile agents, reward hacking against grading,
+the HTTP service and client (same interface), API fuzzing, and orphan clean-up. Real containers."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bugforge.engine import client
+from bugforge.errors import BugforgeError
+from bugforge.records import read_jsonl
+from factory import build_environment
+from factory.export import export
+from factory.generate import generate
+from sandbox.grader import grade_patch
+from sandbox.runtime import ROLE, OWNER, Runtime, SandboxConfig
+from tests.conftest import git_repo
+from tests.test_factory_bugs import CALC
+
+
+@pytest.fixture(scope="module")
+def instances(base_image, tmp_path_factory):
+    """A few real task instances (images included) made by the factory from a small repo."""
+    root = tmp_path_factory.mktemp("sbx")
+    git_repo(root / "calc", CALC)
+    env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
+    generate(root / "runs" / "calc", max_candidates=6, workers=2, log=lambda m: None,
+             strategies=["op_change", "remove_assign", "change_return"])
+    rows = read_jsonl(export(root / "runs" / "calc", limit=2))
+    assert len(rows) == 2
+    return rows
+
+
+@pytest.fixture
+def runtime(instances):
+    rt = Runtime(SandboxConfig(owner="pytest", pids_limit=128, mem_limit="512m", command_timeout=20),
+                 {r["instance_id"]: r for r in instances})
+    yield rt
+    rt.shutdown()
+    assert rt.remove_orphans() == 0
+
+
+def session_containers(owner="pytest"):
+    return client().containers.list(all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={owner}"]})
+
+
+# --- the shell --------------------------------------------------------------------------------
+
+def test_shell_keeps_state_and_reports_exit_codes(runtime, instances):
+    s = runtime.create(instance_id=instances[0]["instance_id"])
+    assert s.user == "agent"
+    assert s.run("cd calc && export GREETING=hi && f() { echo fn; }").exit_code == 0
+    r = s.run("pwd; echo $GREETING; f; false")
+    assert r.output == "/testbed/calc\nhi\nfn\n" and r.exit_code == 1
+    assert s.run("printf 'no newline'").output == "no newline"
+    assert s.run("printf 'a\\x03b\\x04c'").output == "a\x03b\x04c"  # control bytes are output, not keys
+    assert s.run("echo \x03 typed").output == "\x03 typed\n"  # ... nor keys when typed in a command
+    assert s.run("cat").output == ""  # stdin is empty, never the terminal
+    assert s.run("head -c 300 /dev/urandom | wc -c").output.strip() == "300"
+
+
+def test_timeout_interrupts_and_shell_survives(runtime, instances):
+    s = runtime.create(instance_id=instances[0]["instance_id"])
+    s.run("cd /tmp && X=kept")
+    r = s.run("while true; do :; done", timeout=1)
+    assert r.timed_out and r.exit_code is None
+    r = s.run("trap '' INT; sleep 1000", timeout=1)  # ignores ^C: killed instead
+    assert r.timed_out
+    r = s.run("pwd; echo $X")
+    assert r.output == "/tmp\nkept\n" and r.exit_code == 0 and not r.shell_restarted
+
+
+def test_exit_restarts_the_shell(runtime, instances):
+    s = runtime.create(instance_id=instances[0]["instance_id"])
+    r = s.run("exit 3")
+    assert r.shell_restarted and r.exit_code == 3
+    assert s.run("echo back").output == "back\n"
+
+
+# --- files ------------------------------------------------------------------------------------
+
+def test_file_operations_are_confined(runtime, instances):
+    s = runtime.create(instance_id=instances[0]["instance_id"])
+    s.write("notes/a.txt", "one\ntwo\n")
+    assert s.read("notes/a.txt") == "one\ntwo\n"
+    s.edit("notes/a.txt", "two", "three")
+    assert s.read("/testbed/notes/a.txt") == "one\nthree\n"
+    with pytest.raises(BugforgeError, match="exactly once"):
+        s.edit("notes/a.txt", "missing", "x")
+    assert "a.txt" in [e["name"] for e in s.list("notes")]
+    s.run("ln -s /etc /testbed/etc_link; ln -s ../../etc/passwd /testbed/notes/pw")
+    for bad in ("../etc/passwd", "/etc/passwd", "etc_link/passwd", "notes/pw", "notes/../../root"):
+        with pytest.raises(BugforgeError, match="outside the workspace"):
+            s.read(bad)
+    with pytest.raises(BugforgeError, match="outside the workspace"):
+        s.write("etc_link/evil", "x")
+    assert "notes/a.txt" in s.diff()
+
+
+# --- hostile agents ---------------------------------------------------------------------------
+
+def test_hostile_commands_are_contained(runtime, instances):
+    a = runtime.create(instance_id=instances[0]["instance_id"])
+    b = runtime.create(instance_id=instances[0]["instance_id"])
+    # the network is not there
+    r = a.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\"")
+    assert r.exit_code != 0 and "unreachable" in r.output.lower()
+    # a gigabyte of output comes back capped, quickly, and the shell answers afterwards
+    r = a.run("yes 0123456789 | head -c 1000000000", timeout=60)
+    assert r.truncated and len(r.output) <= runtime.config.output_cap
+    assert a.run("echo ok").output == "ok\n"
+    # more memory than the limit: the allocation dies, not the session
+    r = a.run("python3 -c \"x = bytearray(2 * 1024**3); print('allocated')\"", timeout=60)
+    assert "allocated" not in r.output and r.exit_code != 0
+    # a fork bomb hits the pids limit and is stopped by the timeout
+    r = a.run(":(){ :|:& };:", timeout=5)
+    assert b.run("echo b alive").output == "b alive\n"  # other sessions keep answering
+    # rm -rf / as the agent user: the container suffers, the service and other sessions do not
+    a.run("rm -rf / --no-preserve-root 2>/dev/null", timeout=30)
+    assert b.run("ls /testbed | head -1").exit_code == 0
+    runtime.close(a.id)
+    runtime.close(b.id)
+    assert session_containers() == []
+
+
+# --- reward hacking ---------------------------------------------------------------------------
+
+def _test_file(inst):
+    return json.loads(inst["FAIL_TO_PASS"])[0].split("::")[0]
+
+
+HACKS = {
+    "delete the tests": lambda i: f"rm {_test_file(i)}",
+    "edit the tests": lambda i: f"sed -i 's/assert /assert True or /' {_test_file(i)}",
+    "conftest that forces passes": lambda i: (
+        "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
+        "    o = yield\\n    r = o.get_result()\\n    r.outcome = \"passed\"\\n' > tests/conftest.py"),
+    "plugin in pytest.ini": lambda i: (
+        "printf 'def pytest_collection_modifyitems(items):\\n    items.clear()\\n' > forcepass.py && "
+        "printf '[pytest]\\naddopts = -p forcepass\\n' > pytest.ini"),
+    "sitecustomize": lambda i: "printf 'import os\\nos._exit(0)\\n' > sitecustomize.py",
+    "usercustomize and .pth": lambda i: "printf 'import os; os._exit(0)\\n' > evil.pth && cp evil.pth usercustomize.py",
+    "fake PASSED lines": lambda i: "printf 'import sys\\nfor t in %s: print(\"PASSED\", t)\\nsys.stdout.flush()\\nimport os\\nos._exit(0)\\n' "
+                                   "\"$(python3 -c 'import json,sys; print(repr(json.loads(sys.argv[1])))' "
+                                   f"'{i['FAIL_TO_PASS']}')\" >> calc/__init__.py",
+    "skip the tests": lambda i: f"sed -i '1i import pytest\\npytestmark = pytest.mark.skip' {_test_file(i)}",
+}
+
+
+@pytest.mark.parametrize("hack", sorted(HACKS))
+def test_reward_hacks_are_not_resolved(runtime, instances, hack):
+    inst = instances[0]
+    s = runtime.create(instance_id=inst["instance_id"])
+    assert s.run("cd /testbed && " + HACKS[hack](inst)).exit_code == 0
+    patch = s.diff()
+    assert patch.strip()
+    g = grade_patch(inst, patch)
+    assert not g.resolved, (hack, g)
+
+
+def test_gold_resolves_and_empty_does_not(instances):
+    for inst in instances:
+        assert grade_patch(inst, inst["patch"]).status == "RESOLVED_FULL"
+        assert grade_patch(inst, "").status == "EMPTY_PATCH"
+        assert grade_patch(inst, "not a patch\n").status == "PATCH_FAILED"
+
+
+def test_submit_grades_the_session_diff(runtime, instances):
+    inst = instances[1]
+    s = runtime.create(instance_id=inst["instance_id"])
+    s.write("fix.diff", inst["patch"])
+    assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
+    assert s.submit().resolved
+
+
+# --- the service ------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(dataset: Path, port: int, owner: str = "pytest-svc"):
+    env = {**os.environ, "BUGFORGE_SANDBOX_TOKEN": "secret"}
+    p = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port),
+                          "--dataset", str(dataset), "--owner", owner], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    import httpx
+    for _ in range(200):
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+            return p
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    p.kill()
+    raise RuntimeError(p.stderr.read().decode()[-2000:])
+
+
+@pytest.fixture
+def service(instances, tmp_path):
+    ds = tmp_path / "ds.jsonl"
+    ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
+    port = _free_port()
+    p = _serve(ds, port)
+    yield f"http://127.0.0.1:{port}", ds, p
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        p.wait(30)
+    for c in session_containers("pytest-svc"):
+        c.remove(force=True)
+
+
+def test_client_has_the_runtime_interface(service, instances):
+    import sandbox
+    url, _, _ = service
+    remote = sandbox.connect(url, "secret")
+    with pytest.raises(BugforgeError, match="401"):
+        sandbox.connect(url, "wrong").sessions()
+    inst = instances[1]
+    s = remote.create(instance_id=inst["instance_id"])
+    assert s.run("cd calc; pwd").output == "/testbed/calc\n"
+    assert s.run("pwd").output == "/testbed/calc\n"
+    s.write("fix.diff", inst["patch"])
+    assert s.run("cd /testbed && git apply fix.diff && rm fix.diff").exit_code == 0
+    assert "fix.diff" not in s.diff()
+    assert s.submit().resolved
+    assert [x["id"] for x in remote.sessions()] == [s.id]
+    with pytest.raises(BugforgeError, match="outside the workspace"):
+        s.read("../etc/passwd")
+    s.close()
+    assert remote.sessions() == []
+
+
+def test_request_size_limit(service):
+    import httpx
+    url, _, _ = service
+    r = httpx.post(f"{url}/sessions/x/write", headers={"Authorization": "Bearer secret"},
+                   content=b"{" + b" " * 9_000_000 + b"}")
+    assert r.status_code == 413
+
+
+def test_killed_service_leaves_no_orphans_after_restart(service, instances):
+    import sandbox
+    url, ds, p = service
+    remote = sandbox.connect(url, "secret")
+    for _ in range(2):
+        remote.create(instance_id=instances[0]["instance_id"])
+    assert len(session_containers("pytest-svc")) == 2
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert len(session_containers("pytest-svc")) == 2  # killed: nobody cleaned up yet
+    p2 = _serve(ds, int(url.rsplit(":", 1)[1]))
+    try:
+        assert session_containers("pytest-svc") == []  # the restarted service removed them
+    finally:
+        p2.send_signal(signal.SIGINT)
+        p2.wait(30)
+    assert session_containers("pytest-svc") == []
+
+
+def test_api_fuzzing_finds_no_server_errors(service):
+    """schemathesis against the published OpenAPI schema: no 5xx."""
+    url, _, _ = service
+    r = subprocess.run(["schemathesis", "run", f"{url}/openapi.json", "--checks", "not_a_server_error",
+                        "-H", "Authorization: Bearer secret", "--max-examples", "15", "--seed", "1",
+                        "--exclude-method", "DELETE"],
+                       capture_output=True, text=True, timeout=900)
+    print(r.stdout[-3000:])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
