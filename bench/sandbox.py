@@ -1,0 +1,220 @@
+"""Sandbox latency and capacity, side by side in one run, on one task-instance image:
+
+  (a) raw `docker exec` per command (what mini-swe-agent does)
+  (b) bugforge's runtime in-process (persistent shell over an open exec stream)
+  (c) bugforge's HTTP service (uvicorn on loopback) through the Python client
+  (d) SWE-ReX `run_in_session`, when `pip install swe-rex` works here (its server runs inside the
+      same image, on the host network because this engine has no bridge)
+plus session start (cold container vs warm pool) and how many concurrent sessions all answer.
+
+    python bench/sandbox.py --image bugforge/task.textkit:... [--n 300] [--sessions 64]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bugforge.engine import client  # noqa: E402
+from sandbox.runtime import Runtime, SandboxConfig  # noqa: E402
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def timed(fn, n: int) -> list[float]:
+    for _ in range(5):
+        fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bench_docker_exec(image: str, n: int) -> list[float]:
+    c = client().containers.run(image, ["sleep", "infinity"], detach=True, network_mode="none", stop_signal="SIGKILL")
+    try:
+        return timed(lambda: c.exec_run(["true"]), n)
+    finally:
+        c.remove(force=True)
+
+
+def bench_service(image: str, n: int):
+    import httpx
+    port, token = free_port(), "bench"
+    env = {**os.environ, "BUGFORGE_SANDBOX_TOKEN": token}
+    p = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port), "--owner",
+                          "bench"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        import sandbox
+        remote = sandbox.connect(f"http://127.0.0.1:{port}", token)
+        s = remote.create(image=image)
+        lat = timed(lambda: s.run("true"), n)
+        s.close()
+        return lat
+    finally:
+        p.terminate()
+        p.wait(30)
+
+
+def bench_swerex(image: str, n: int):
+    """SWE-ReX in the same image: install it into a derived image, run its server, time run_in_session."""
+    try:
+        import swerex  # noqa: F401
+    except ImportError:
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "swe-rex"], capture_output=True, text=True)
+        if r.returncode:
+            return None, "pip install swe-rex failed: " + r.stderr.strip().splitlines()[-1]
+    import asyncio
+    from images import build_image
+    tag = "bugforge/bench-swerex:" + image.split(":")[-1][:60]
+    try:
+        build_image({"Dockerfile": f"FROM {image}\nRUN pip install -q swe-rex\n".encode()}, tag, what="the SWE-ReX image")
+    except Exception as e:
+        return None, f"could not install SWE-ReX in the image: {e}"
+    port = free_port()
+    c = client().containers.run(tag, ["swerex-remote", "--port", str(port), "--auth-token", "t"], detach=True,
+                                network_mode="host", stop_signal="SIGKILL")
+    try:
+        from swerex.runtime.remote import RemoteRuntime
+        from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+        rt = RemoteRuntime(host="http://127.0.0.1", port=port, auth_token="t")
+
+        async def go():
+            for _ in range(100):
+                try:
+                    if await rt.is_alive():
+                        break
+                except Exception:
+                    pass
+                await asyncio.sleep(0.2)
+            await rt.create_session(CreateBashSessionRequest())
+            lat = []
+            for i in range(n + 5):
+                t = time.perf_counter()
+                await rt.run_in_session(BashAction(command="true"))
+                if i >= 5:
+                    lat.append((time.perf_counter() - t) * 1000)
+            return lat
+        return asyncio.run(go()), ""
+    except Exception as e:
+        return None, f"SWE-ReX did not run: {type(e).__name__}: {e}"
+    finally:
+        c.remove(force=True)
+
+
+def bench_starts(image: str, k: int):
+    rt = Runtime(SandboxConfig(owner="bench", pool_size=0))
+    try:
+        cold = []
+        for _ in range(k):
+            t = time.perf_counter()
+            s = rt.create(image)
+            cold.append((time.perf_counter() - t) * 1000)
+            rt.close(s.id)
+        rt.warm(image, k)  # the pool, filled ahead of demand
+        warm = []
+        for _ in range(k):
+            t = time.perf_counter()
+            s = rt.create(image)
+            warm.append((time.perf_counter() - t) * 1000)
+            rt.close(s.id)
+        return cold, warm
+    finally:
+        rt.shutdown()
+
+
+def bench_concurrency(image: str, n_sessions: int):
+    """Start n sessions, then have every one run a command at the same time; count the answers."""
+    rt = Runtime(SandboxConfig(owner="bench", mem_limit="256m"))
+    sessions, answered = [], []
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n_sessions):
+            sessions.append(rt.create(image))
+        start_s = time.perf_counter() - t0
+        lat = []
+        lock = threading.Lock()
+
+        def one(s):
+            t = time.perf_counter()
+            r = s.run("echo $((6*7))", timeout=60)
+            with lock:
+                lat.append((time.perf_counter() - t) * 1000)
+                if r.output.strip() == "42":
+                    answered.append(s.id)
+        threads = [threading.Thread(target=one, args=(s,)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return len(answered), start_s, lat
+    finally:
+        rt.shutdown()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--image", help="task-instance image (default: the first row of runs/textkit/instances.jsonl)")
+    ap.add_argument("--n", type=int, default=300, help="commands per latency measurement")
+    ap.add_argument("--starts", type=int, default=10)
+    ap.add_argument("--sessions", type=int, default=64)
+    ap.add_argument("--skip-swerex", action="store_true")
+    a = ap.parse_args()
+    image = a.image or json.loads(Path("runs/textkit/instances.jsonl").open().readline())["image"]
+    rows = []
+    lat = bench_docker_exec(image, a.n)
+    rows.append(("(a) docker exec", lat))
+    rt = Runtime(SandboxConfig(owner="bench"))
+    s = rt.create(image)
+    rows.append(("(b) runtime, in-process", timed(lambda: s.run("true"), a.n)))
+    rt.shutdown()
+    rows.append(("(c) HTTP service", bench_service(image, a.n)))
+    note = "skipped"
+    if not a.skip_swerex:
+        sw, note = bench_swerex(image, a.n)
+        if sw:
+            rows.append(("(d) SWE-ReX run_in_session", sw))
+    base = statistics.median(rows[0][1])
+    print(f"image: {image}\n\nlatency of a trivial command (`true`), {a.n} runs each")
+    print(f"{'path':<30}{'p50 ms':>10}{'p99 ms':>10}{'x faster than exec (p50)':>27}")
+    for name, xs in rows:
+        print(f"{name:<30}{pct(xs, 50):>10.3f}{pct(xs, 99):>10.3f}{base / pct(xs, 50):>27.1f}")
+    if note:
+        print(f"SWE-ReX: {note}")
+    cold, warm = bench_starts(image, a.starts)
+    print(f"\nsession start ({a.starts} each): cold p50 {pct(cold, 50):.1f} ms p99 {pct(cold, 99):.1f} ms;"
+          f" warm pool p50 {pct(warm, 50):.2f} ms p99 {pct(warm, 99):.2f} ms")
+    ok, start_s, clat = bench_concurrency(image, a.sessions)
+    print(f"concurrent sessions: {ok}/{a.sessions} answered a command issued to all at once "
+          f"(started in {start_s:.1f} s; answer p50 {pct(clat, 50):.1f} ms, max {max(clat):.1f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
