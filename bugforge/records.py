@@ -231,3 +231,36 @@ class TaskInstance:
     env_image: str = ""
     test_files: list[str] = field(default_factory=list)
     pytest_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Turn:
+    """One assistant turn as the policy produced it, with token ids and logprobs when the endpoint
+    returns them (bugforge's model server and vLLM do), so training need not re-tokenize."""
+
+    content: str
+    tool_calls: list[dict] = field(default_factory=list)
+    prompt_token_ids: list[int] = field(default_factory=list)
+    completion_token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Trajectory:
+    """One episode of an agent on a task instance."""
+
+    instance_id: str
+    model: str
+    messages: list[dict] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    """Per action: {"tool", "input", "output", "exit_code", "seconds"}."""
+    exit_reason: str = ""
+    """submitted | max_steps | max_tokens | max_seconds | format_errors | model_error | sandbox_error"""
+    error: str = ""
+    patch: str = ""
+    grade: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    tokens: int = 0

@@ -1,0 +1,6 @@
+"""The agent: a multi-turn coding agent over any OpenAI-compatible model, acting in a sandbox session.
+
+`run_episode(instance, policy, session, config) -> Trajectory` is the entry point; `agent.run` runs a
+dataset (parallel, resumable); `agent.server` serves a local model over the OpenAI API."""
+from agent.loop import AgentConfig, run_episode  # noqa: F401
+from agent.policy import ChatPolicy, OraclePolicy, PolicyError  # noqa: F401

@@ -1,0 +1,118 @@
+"""Score predictions SWE-bench-style with bugforge's grader (the same code the factory and the trainer
+use): per-instance logs and report.json under logs/run_evaluation/RUN/MODEL/ID/, and a run report
+MODEL.RUN.json with SWE-bench's field names, plus an HTML summary (resolve rate by strategy and repo).
+Instances that already have a report.json for this run are not run again (resumable)."""
+from __future__ import annotations
+
+import html
+import json
+import threading
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from bugforge.errors import BugforgeError
+from sandbox.grader import grade_patch
+
+
+def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers: int = 2,
+             log_dir: Path = Path("logs/run_evaluation"), report_dir: Path = Path("."),
+             progress: Callable[[str, int, int], None] = lambda *a: None) -> tuple[dict, Path]:
+    by_id = {r["instance_id"]: r for r in rows}
+    preds = {p["instance_id"]: p for p in predictions}
+    unknown = sorted(set(preds) - set(by_id))
+    if unknown:
+        raise BugforgeError(f"{len(unknown)} prediction(s) name instances not in the dataset, e.g. {unknown[0]}",
+                            "evaluate against the dataset the predictions were made for")
+    if not preds:
+        raise BugforgeError("the predictions file is empty", "run `bugforge run-agent` first")
+    model = next(iter(preds.values())).get("model_name_or_path", "model").replace("/", "__")
+    base = Path(log_dir) / run_id / model
+    reports: dict[str, dict] = {}
+    todo = []
+    for iid, p in preds.items():
+        f = base / iid / "report.json"
+        if f.exists():
+            reports[iid] = json.loads(f.read_text())[iid]
+        elif (p.get("model_patch") or "").strip():
+            todo.append(iid)
+    lock = threading.Lock()
+    progress("grading", 0, len(todo))
+
+    def one(iid: str):
+        try:
+            g = grade_patch(by_id[iid], preds[iid]["model_patch"])
+        except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
+            return iid, {"error": f"{type(e).__name__}: {e}"}
+        if g.status in ("PATCH_FAILED", "TIMEOUT"):  # the harness writes no report for these: errors
+            return iid, {"error": g.status, "log": g.log[-500:]}
+        rep = {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": g.patch_applied,
+               "resolved": g.resolved, "status": g.status, "seconds": round(g.seconds, 2)}
+        if g.patch_applied:
+            rep["tests_status"] = {"FAIL_TO_PASS": g.FAIL_TO_PASS, "PASS_TO_PASS": g.PASS_TO_PASS}
+        d = base / iid
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "patch.diff").write_text(preds[iid]["model_patch"])
+        (d / "test_output.txt").write_text(json.dumps(g.outcomes, indent=1) + "\n" + g.log)
+        (d / "report.json").write_text(json.dumps({iid: rep}, indent=4))
+        return iid, rep
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for fut in as_completed([pool.submit(one, i) for i in todo]):
+            iid, rep = fut.result()
+            with lock:
+                if "error" not in rep:
+                    reports[iid] = rep
+                done += 1
+            progress("grading", done, len(todo))
+    report = run_report(rows, preds, reports)
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    out = Path(report_dir) / f"{model}.{run_id}.json"
+    out.write_text(json.dumps(report, indent=4))
+    (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
+    return report, out
+
+
+def run_report(rows: list[dict], preds: dict[str, dict], reports: dict[str, dict]) -> dict:
+    ids = sorted(r["instance_id"] for r in rows)
+    empty = sorted(i for i, p in preds.items() if not (p.get("model_patch") or "").strip())
+    completed = sorted(i for i in reports)
+    resolved = sorted(i for i in completed if reports[i]["resolved"])
+    errors = sorted(i for i in preds if i not in reports and i not in empty)
+    return {
+        "total_instances": len(ids), "submitted_instances": len(preds), "completed_instances": len(completed),
+        "resolved_instances": len(resolved), "unresolved_instances": len(completed) - len(resolved),
+        "empty_patch_instances": len(empty), "error_instances": len(errors),
+        "completed_ids": completed, "incomplete_ids": sorted(set(ids) - set(preds)), "empty_patch_ids": empty,
+        "submitted_ids": sorted(preds), "resolved_ids": resolved,
+        "unresolved_ids": sorted(set(completed) - set(resolved)), "error_ids": errors, "schema_version": 2,
+    }
+
+
+def breakdown(report: dict, rows: list[dict], key: str) -> dict[str, tuple[int, int]]:
+    resolved = set(report["resolved_ids"])
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["instance_id"] in report["submitted_ids"]:
+            out[r.get(key) or "-"][1] += 1
+            out[r.get(key) or "-"][0] += r["instance_id"] in resolved
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
+def html_summary(report: dict, rows: list[dict], model: str, run_id: str) -> str:
+    def table(title, data):
+        cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{a}/{n}</td><td>{a / n:.0%}</td>"
+                        f"<td><div style='background:#4a7;height:10px;width:{200 * a / n:.0f}px'></div></td></tr>"
+                        for k, (a, n) in data.items() if n)
+        return f"<h2>{title}</h2><table><tr><th>{title.split()[-1]}</th><th>resolved</th><th>rate</th><th></th></tr>{cells}</table>"
+    n = report["submitted_instances"]
+    return (f"<html><head><meta charset='utf-8'><title>bugforge eval {html.escape(run_id)}</title></head><body>"
+            f"<h1>{html.escape(model)} — run {html.escape(run_id)}</h1>"
+            f"<p>resolved {report['resolved_instances']} of {n} submitted "
+            f"({report['resolved_instances'] / n:.1%}); empty patches {report['empty_patch_instances']}; "
+            f"errors {report['error_instances']}</p>"
+            + table("resolve rate by strategy", breakdown(report, rows, "strategy"))
+            + table("resolve rate by repo", breakdown(report, rows, "repo")) + "</body></html>")
