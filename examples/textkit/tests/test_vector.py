@@ -27,6 +27,11 @@ def test_vector_dimension_mismatch():
         Vector(1, 2) + Vector(1, 2, 3)
 
 
+def test_vector_sub_dimension_mismatch():
+    with pytest.raises(DimensionError, match="3 != 2"):
+        Vector(1, 2, 3) - Vector(1, 2)
+
+
 def test_vector_add_type_error():
     with pytest.raises(TypeError):
         Vector(1, 2) + (1, 2)
@@ -70,6 +75,11 @@ def test_dot_mismatch():
 def test_cross_product():
     assert Vector(1, 0, 0).cross(Vector(0, 1, 0)) == Vector(0, 0, 1)
     assert Vector(1, 2, 3).cross(Vector(4, 5, 6)) == Vector(-3, 6, -3)
+
+
+def test_cross_dimension_mismatch():
+    with pytest.raises(DimensionError, match="dimension mismatch"):
+        Vector(1, 2, 3).cross(Vector(1, 2))
 
 
 def test_cross_requires_3d():

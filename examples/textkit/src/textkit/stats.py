@@ -28,12 +28,18 @@ def median(data):
     return (values[mid - 1] + values[mid]) / 2
 
 
+def frequencies(data):
+    """Map each distinct value to the number of times it occurs."""
+    counts = {}
+    for v in data:
+        counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
 def mode(data):
     """Most frequent value; ties go to the value seen first."""
     values = _require_data(data)
-    counts = {}
-    for v in values:
-        counts[v] = counts.get(v, 0) + 1
+    counts = frequencies(values)
     best = values[0]
     for v in values:
         if counts[v] > counts[best]:
@@ -58,8 +64,6 @@ def percentile(data, p):
     if not 0 <= p <= 100:
         raise StatisticsError("percentile must be between 0 and 100")
     values = sorted(_require_data(data))
-    if len(values) == 1:
-        return values[0]
     rank = (len(values) - 1) * p / 100
     low = int(math.floor(rank))
     high = min(low + 1, len(values) - 1)

@@ -161,8 +161,6 @@ class Matrix:
             raise DimensionError("determinant needs a square matrix")
         if n == 1:
             return self.rows[0][0]
-        if n == 2:
-            return self.rows[0][0] * self.rows[1][1] - self.rows[0][1] * self.rows[1][0]
         total = 0
         for j in range(n):
             sign = -1 if j % 2 else 1

@@ -1,0 +1,160 @@
+"""GRPO on SWE tasks through TRL's GRPOTrainer with a `rollout_func`: each row of a batch is one
+episode of the agent in its own sandbox session (G rows per task, in input order); the reward is the
+grading of the episode's patch in a fresh container — the same grading as the factory and evaluation.
+Metrics per step go to metrics.jsonl (and a PNG of the curves); checkpoints every `save_steps`."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from bugforge.errors import BugforgeError
+from training.config import PRESETS, GRPOTrainConfig
+from training.rollout import Episode, TransformersGenerator, VLLMGenerator, prompt_messages, reward_of, run_episode
+
+
+def _key(prompt: list[dict]) -> str:
+    return json.dumps(prompt, sort_keys=True)
+
+
+class SWERollout:
+    """TRL's rollout_func: prompts (one per row, G consecutive rows per task) -> episodes, in order."""
+
+    def __init__(self, instances: list[dict], tok, cfg: GRPOTrainConfig, sandbox):
+        self.by_prompt = {_key(prompt_messages(r)): r for r in instances}
+        self.tok, self.cfg, self.sandbox = tok, cfg, sandbox
+        self.last: dict = {}
+        self.episodes: list[Episode] = []
+        self.lock = threading.Lock()
+
+    def generator(self, trainer):
+        if self.cfg.backend == "transformers":
+            return TransformersGenerator(trainer.model, self.tok)
+        return VLLMGenerator(trainer)
+
+    def _one(self, prompt, gen) -> Episode:
+        from sandbox.grader import grade_patch
+        inst = self.by_prompt[_key(prompt)]
+        session = self.sandbox.create(image=inst["image"])
+        try:
+            ep = run_episode(inst, gen, self.tok, session, self.cfg)
+        finally:
+            session.close()
+        grade = grade_patch(inst, ep.patch) if ep.patch.strip() else None
+        ep.reward = reward_of(grade, self.cfg.reward)
+        ep.resolved = bool(grade and grade.resolved)
+        return ep
+
+    def __call__(self, prompts: list, trainer) -> dict:
+        t0 = time.monotonic()
+        gen = self.generator(trainer)
+        with ThreadPoolExecutor(max_workers=self.cfg.rollout_workers) as pool:
+            eps = list(pool.map(lambda p: self._one(p, gen), prompts))  # map keeps input order
+        with self.lock:
+            self.episodes = eps
+            self.last = {"rollout_seconds": round(time.monotonic() - t0, 3),
+                         "resolve_rate": sum(e.resolved for e in eps) / len(eps),
+                         "filtered_share": sum(e.filtered for e in eps) / len(eps),
+                         "model_tokens": sum(e.model_tokens for e in eps),
+                         "tokens": sum(len(e.completion_ids) for e in eps),
+                         "exit_reasons": {r: sum(e.exit_reason == r for e in eps) for r in {e.exit_reason for e in eps}}}
+        return {"prompt_ids": [e.prompt_ids for e in eps], "completion_ids": [e.completion_ids for e in eps],
+                "logprobs": [e.logprobs for e in eps], "env_mask": [e.env_mask for e in eps],
+                "episode_reward": [e.reward for e in eps], "resolved": [e.resolved for e in eps]}
+
+
+def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[float]:
+    """The reward is the grading, computed in the rollout (it needs the sandbox, not the text)."""
+    return [float(r) for r in episode_reward]
+
+
+def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandbox, *, resume: bool = False):
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+    on_gpu = torch.cuda.is_available()
+    args = GRPOConfig(
+        output_dir=str(out), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, seed=cfg.seed,
+        num_generations=cfg.num_generations, per_device_train_batch_size=cfg.num_generations * cfg.tasks_per_step,
+        gradient_accumulation_steps=1,
+        steps_per_generation=1, num_iterations=1, max_completion_length=cfg.max_completion_tokens,
+        temperature=cfg.temperature, logging_steps=1, save_steps=cfg.save_steps, save_strategy="steps",
+        report_to="none", use_cpu=not on_gpu, bf16=on_gpu,
+        **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
+        use_vllm=cfg.backend != "transformers", vllm_mode="server" if cfg.backend == "vllm_server" else "colocate",
+        **({"vllm_server_base_url": cfg.vllm_server_base_url} if cfg.vllm_server_base_url else {}),
+        **PRESETS[cfg.preset])
+    rollout = SWERollout(instances, tok, cfg, sandbox)
+    dataset = Dataset.from_list([{"prompt": prompt_messages(r), "instance_id": r["instance_id"]} for r in instances])
+    metrics_path = out / "metrics.jsonl"
+
+    class Metrics(TrainerCallback):
+        step_start = 0.0
+
+        def on_step_begin(self, args, state, control, **kw):
+            self.step_start = time.monotonic()
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if not logs or "loss" not in logs and "reward" not in logs:
+                return
+            row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))},
+                   **rollout.last}
+            if self.step_start:
+                row["update_seconds"] = round(time.monotonic() - self.step_start - rollout.last.get("rollout_seconds", 0), 3)
+            with open(metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[test_pass_reward], args=args,
+                          train_dataset=dataset, rollout_func=rollout, callbacks=[Metrics()])
+    return trainer, rollout
+
+
+def plot(metrics_path: Path, png: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [json.loads(l) for l in Path(metrics_path).read_text().splitlines() if l.strip()]
+    if not rows:
+        return
+    keys = [k for k in ("reward", "reward_std", "resolve_rate", "filtered_share", "loss") if any(k in r for r in rows)]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(6, 2 * len(keys)), sharex=True)
+    for ax, k in zip(axes if len(keys) > 1 else [axes], keys):
+        xs = [r["step"] for r in rows if k in r]
+        ax.plot(xs, [r[k] for r in rows if k in r], marker="o")
+        ax.set_ylabel(k)
+    plt.xlabel("step")
+    plt.tight_layout()
+    plt.savefig(png)
+    plt.close(fig)
+
+
+def train_grpo(instances: list[dict], model_dir: str | None, cfg: GRPOTrainConfig, *, resume: bool = False,
+               sandbox=None, model=None, tok=None):
+    from agent.model import load
+    from sandbox import connect
+    if model is None:
+        tok, model = load(model_dir)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    box = sandbox or connect(None)
+    trainer, rollout = build_trainer(instances, model, tok, cfg, box, resume=resume)
+    ckpts = sorted(Path(cfg.output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    if resume and not ckpts:
+        raise BugforgeError(f"no checkpoint in {cfg.output_dir} to resume from", "drop --resume to start fresh")
+    try:
+        trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
+    finally:
+        if sandbox is None and hasattr(box, "shutdown"):
+            box.shutdown()
+    trainer.save_model(str(Path(cfg.output_dir) / "final"))
+    if (Path(cfg.output_dir) / "metrics.jsonl").exists():
+        plot(Path(cfg.output_dir) / "metrics.jsonl", Path(cfg.output_dir) / "metrics.png")
+    return trainer, rollout
