@@ -59,13 +59,11 @@ def demo(source: str, out: Path, *, max_candidates: int = 150, workers: int = 2,
     if agent_instances <= 0:
         return results
     # one instance per strategy first, so the agent sees a spread of bugs
-    picked, seen = [], set()
-    for r in sorted(rows, key=lambda r: (r["strategy"] in seen, r["instance_id"])):
-        if r["strategy"] not in seen or len(picked) < agent_instances:
-            seen.add(r["strategy"])
-            picked.append(r)
-        if len(picked) >= agent_instances:
-            break
+    firsts = {}
+    for r in rows:
+        firsts.setdefault(r["strategy"], r)
+    rest = [r for r in rows if r not in firsts.values()]
+    picked = (list(firsts.values()) + rest)[:agent_instances]
     subset = env_dir / "agent_subset.jsonl"
     subset.write_text("".join(__import__("json").dumps(r) + "\n" for r in picked))
     url, server = start_model_server(log=log)
