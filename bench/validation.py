@@ -6,7 +6,8 @@ Prints whether the two label every candidate identically, and CPU-seconds and wa
 instance for each, with the ratio. CPU is the whole machine's busy time (/proc/stat), so the Docker
 daemon, container start-up and the tests themselves all count.
 
-    python bench/validation.py --repo pypi:python-dateutil==2.9.0 --candidates 60
+    python bench/validation.py --repo pypi:python-dateutil==2.9.0.post0 \
+        --recipe bench/recipes/python-dateutil.json --candidates 60
 """
 from __future__ import annotations
 
@@ -47,12 +48,13 @@ def run(mode: str, env, testmap, cands):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repo", default="pypi:python-dateutil==2.9.0", help="any source `bugforge factory env` takes")
+    ap.add_argument("--repo", default="pypi:python-dateutil==2.9.0.post0", help="any source `bugforge factory env` takes")
+    ap.add_argument("--recipe", help="an edited recipe.json (see bench/recipes/)")
     ap.add_argument("--out", default="runs/bench")
     ap.add_argument("--candidates", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    env, _ = build_environment(a.repo, out=Path(a.out), log=lambda m: print(m, file=sys.stderr))
+    env, _ = build_environment(a.repo, out=Path(a.out), recipe_path=a.recipe, log=lambda m: print(m, file=sys.stderr))
     testmap = TestMap.load(Path(env.testmap))
     cands, _ = procedural_candidates(env, testmap, set(PROCEDURAL), a.candidates, a.seed)
     print(f"repository: {a.repo}  tests: {len(env.tests)}  suite: {env.suite_seconds:.2f} s  candidates: {len(cands)}")
