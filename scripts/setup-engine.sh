@@ -24,8 +24,12 @@ else
     fi
     echo "engine: installing Debian's docker.io and debootstrap (about a minute)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >/dev/null
-    apt-get install -y -q docker.io debootstrap >/dev/null
+    aptlog=$(mktemp)
+    if ! { apt-get update -q && NEEDRESTART_MODE=a apt-get install -y -q docker.io debootstrap; } >"$aptlog" 2>&1; then
+      tail -n 20 "$aptlog" >&2
+      echo "error: installing docker.io failed (log above) — install Docker Engine by hand, then rerun" >&2
+      exit 1
+    fi
   fi
   echo "engine: starting dockerd --bridge=none --iptables=false (log: $log)"
   nohup dockerd --bridge=none --iptables=false >"$log" 2>&1 &

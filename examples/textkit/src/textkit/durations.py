@@ -85,8 +85,6 @@ def parse_date(text):
         year, month, day = (int(p) for p in parts)
     except ValueError:
         raise DateError("non-numeric date component in %r" % text)
-    if not 1 <= month <= 12:
-        raise DateError("month out of range: %d" % month)
     if not 1 <= day <= days_in_month(year, month):
         raise DateError("day out of range: %d" % day)
     return (year, month, day)
