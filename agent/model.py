@@ -59,5 +59,12 @@ def load(model_dir: str | None = None, dtype: str = "float32"):
     except (OSError, ValueError) as e:
         raise BugforgeError(f"cannot load a model from {d}: {str(e).splitlines()[0][:200]}",
                             "pass a directory with config.json and weights, or a .gguf file") from None
+    if gguf:
+        # transformers dequantizes GGUF weights to `dtype` on load but keeps the model flagged as
+        # quantized, which its Trainer refuses to fine-tune; the weights are plain floats, so unflag it.
+        model.is_quantized = False
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
     model.eval()
     return tok, model
