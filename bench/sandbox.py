@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bugforge.engine import client  # noqa: E402
+from bugforge.pipeline import free_port  # noqa: E402
 from sandbox.runtime import Runtime, SandboxConfig  # noqa: E402
 
 
@@ -42,12 +42,6 @@ def timed(fn, n: int) -> list[float]:
         fn()
         out.append((time.perf_counter() - t) * 1000)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def bench_docker_exec(image: str, n: int) -> list[float]:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bugforge.records import load_env  # noqa: E402
 from factory import build_environment  # noqa: E402
 from factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
 from factory.testmap import TestMap  # noqa: E402

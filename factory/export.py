@@ -20,8 +20,10 @@ from bugforge.errors import BugforgeError
 from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
 from factory import statement
 from factory.acquire import FIXED_DATE
-from factory.generate import load_validated
+from factory.generate import Scratch, load_validated
 from images import image_exists
+from sandbox.grader import CONFIG_NAMES, PLANTED
+from sandbox.testrun import _file_archive
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
 FOLD = f"""set -e
@@ -40,15 +42,13 @@ test -z "$(git status --porcelain)"
 if id -u agent >/dev/null 2>&1; then chown -R agent /testbed; fi
 git rev-parse HEAD
 """
-PLANTED = r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"
 
 
 def test_files_of(val: Validation, repo_dir: str) -> list[str]:
     import subprocess
     files = {t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)}
     tracked = subprocess.run(["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
-    config = {p for p in tracked if p.rsplit("/", 1)[-1] in ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg",
-                                                             "pyproject.toml")}
+    config = {p for p in tracked if p.rsplit("/", 1)[-1] in CONFIG_NAMES}
     return sorted(files | (config & set(tracked)))
 
 
@@ -71,30 +71,12 @@ def eval_script(commit: str, test_files: list[str], run_files: list[str], pytest
     ])
 
 
-def reverse(patch: str, repo_dir: str) -> str:
-    """The gold fix: the bug undone, as a diff from the buggy state back to the base commit."""
-    import subprocess
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, tmp + "/r"], check=True, capture_output=True)
-        subprocess.run(["git", "-C", tmp + "/r", "apply", "-"], input=patch, text=True, check=True, capture_output=True)
-        return subprocess.run(["git", "-C", tmp + "/r", "diff", "-R", "--src-prefix=a/", "--dst-prefix=b/"], capture_output=True, text=True, check=True).stdout
-
-
 def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
     """Commit a container in which the bug was folded into /testbed; returns the instance's commit."""
-    import io
-    import tarfile
     c = client().containers.create(env.image, ["bash", "-c", "sleep infinity"], network_mode="none",
                                    labels={LABEL: "export"}, stop_signal="SIGKILL")
     try:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            data = cand.patch.encode()
-            info = tarfile.TarInfo("bugforge-bug.diff")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        c.put_archive("/tmp", buf.getvalue())
+        c.put_archive("/tmp", _file_archive("bugforge-bug.diff", cand.patch.encode()))
         c.start()
         code, out = c.exec_run(["bash", "-c", FOLD], user="root")
         if code != 0:
@@ -129,32 +111,33 @@ def export(env_path: str | Path, out: str | Path | None = None, *, limit: int | 
     rows = {r["instance_id"]: r for r in read_jsonl(out)}
     todo = valid[:limit] if limit else valid
     progress("export", 0, len(todo))
-    for i, (cand, val) in enumerate(todo, 1):
-        iid = f"{env.name}.{cand.strategy}.{cand.id[:8]}"
-        tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}"
-        if iid in rows:
-            if not image_exists(rows[iid]["image"]):
-                build_instance_image(env, cand, tag)  # deterministic: the row stays right
+    with Scratch(env.repo_dir) as scratch:  # one clone for every gold patch
+        for i, (cand, val) in enumerate(todo, 1):
+            iid = f"{env.name}.{cand.strategy}.{cand.id[:8]}"
+            tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}"
+            if iid in rows:
+                if not image_exists(rows[iid]["image"]):
+                    build_instance_image(env, cand, tag)  # deterministic: the row stays right
+                progress("export", i, len(todo))
+                continue
+            commit = build_instance_image(env, cand, tag)
+            tests = test_files_of(val, env.repo_dir)
+            run_files = sorted({t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)})
+            problem = statement.write(cand, val, seed)
+            if statement_lm:
+                problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
+            row = TaskInstance(
+                instance_id=iid, repo=f"bugforge/{env.name}", base_commit=commit, patch=scratch.combine([cand.patch], reverse=True),
+                test_patch="", problem_statement=problem, FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
+                PASS_TO_PASS=json.dumps(val.PASS_TO_PASS), version="1.0",
+                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), image=tag,
+                eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args), log_parser="parse_log_pytest",
+                eval_type="pass_and_fail", environment_setup_commit=env.base_commit, strategy=cand.strategy,
+                bug_patch=cand.patch, files=cand.files, function=cand.function, difficulty=difficulty(cand),
+                env_image=env.image, test_files=tests, pytest_args=env.recipe.pytest_args)
+            append_jsonl(out, row)
+            rows[iid] = row.__dict__
             progress("export", i, len(todo))
-            continue
-        commit = build_instance_image(env, cand, tag)
-        tests = test_files_of(val, env.repo_dir)
-        run_files = sorted({t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)})
-        problem = statement.write(cand, val, seed)
-        if statement_lm:
-            problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
-        row = TaskInstance(
-            instance_id=iid, repo=f"bugforge/{env.name}", base_commit=commit, patch=reverse(cand.patch, env.repo_dir),
-            test_patch="", problem_statement=problem, FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
-            PASS_TO_PASS=json.dumps(val.PASS_TO_PASS), version="1.0",
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), image=tag,
-            eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args), log_parser="parse_log_pytest",
-            eval_type="pass_and_fail", environment_setup_commit=env.base_commit, strategy=cand.strategy,
-            bug_patch=cand.patch, files=cand.files, function=cand.function, difficulty=difficulty(cand),
-            env_image=env.image, test_files=tests, pytest_args=env.recipe.pytest_args)
-        append_jsonl(out, row)
-        rows[iid] = row.__dict__
-        progress("export", i, len(todo))
     return out
 
 

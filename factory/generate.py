@@ -116,22 +116,32 @@ class Scratch:
     def __init__(self, repo_dir: str):
         self.tmp = tempfile.TemporaryDirectory(prefix="bugforge-scratch-")
         self.dir = Path(self.tmp.name) / "r"
-        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, str(self.dir)], check=True)
+        subprocess.run(["git", "clone", "-q", "--shared", repo_dir, str(self.dir)], check=True, capture_output=True)
 
-    def combine(self, patches: list[str]) -> str | None:
+    def combine(self, patches: list[str], reverse: bool = False) -> str | None:
+        """The patches applied in turn, as one diff (reverse: the diff that undoes them); None if one
+        does not apply."""
+        undo = ["-R", "--src-prefix=a/", "--dst-prefix=b/"] if reverse else []
         try:
             for p in patches:
                 subprocess.run(["git", "-C", str(self.dir), "apply", "-"], input=p, text=True, check=True,
                                capture_output=True)
-            return subprocess.run(["git", "-C", str(self.dir), "diff"], capture_output=True, text=True,
+            return subprocess.run(["git", "-C", str(self.dir), "diff", *undo], capture_output=True, text=True,
                                   check=True).stdout
         except subprocess.CalledProcessError:
             return None
         finally:
             subprocess.run(["git", "-C", str(self.dir), "checkout", "-q", "--", "."], check=True)
+            subprocess.run(["git", "-C", str(self.dir), "clean", "-fdq"], check=True)
 
     def close(self):
         self.tmp.cleanup()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: int, repo_dir: str) -> list[Candidate]:

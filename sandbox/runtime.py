@@ -7,23 +7,19 @@ be found. Commands go to a persistent shell (sandbox/shell.py); file operations 
 exec as the session's user, confined to the workspace (sandbox/files.py)."""
 from __future__ import annotations
 
-import io
 import json
 import secrets
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import docker.errors
 
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
 from sandbox.shell import RunResult, Shell
+from sandbox.testrun import PROBE_DIR as TOOLS, tools_archive
 
-HERE = Path(__file__).parent
-TOOLS = "/opt/bugforge"
 ROLE = "bugforge.role"
 OWNER = "bugforge.owner"
 DIFF_EXCLUDES = ["*.pyc", "__pycache__", ".pytest_cache", "*.egg-info", ".coverage"]
@@ -159,22 +155,6 @@ def _demux(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _tools_archive() -> bytes:
-    from sandbox.testrun import PROBE, ZYGOTE
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        d = tarfile.TarInfo("bugforge")
-        d.type, d.mode = tarfile.DIRTYPE, 0o755
-        tar.addfile(d)
-        for name, path in (("bugforge_files.py", HERE / "files.py"), ("bugforge_probe.py", PROBE),
-                           ("bugforge_zygote.py", ZYGOTE)):
-            data = path.read_bytes()
-            info = tarfile.TarInfo(f"bugforge/{name}")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 @dataclass
 class _Warm:
     container: object
@@ -193,7 +173,7 @@ class Runtime:
         self.sessions: dict[str, Session] = {}
         self.pool: dict[str, list[_Warm]] = {}
         self.lock = threading.Lock()
-        self._tools = _tools_archive()
+        self._tools = tools_archive()
 
     # --- containers -----------------------------------------------------------------------------
     def _start(self, image: str) -> _Warm:
@@ -209,7 +189,7 @@ class Runtime:
         except docker.errors.APIError as e:
             raise BugforgeError(f"cannot start a container from {image}: {e.explanation or e}")
         try:
-            c.put_archive("/opt", self._tools)
+            c.put_archive(TOOLS.rsplit("/", 1)[0], self._tools)
             code, out = c.exec_run(["sh", "-c", f"id -u {cfg.user} >/dev/null 2>&1 && echo user; "
                                     f"cd {cfg.workdir} 2>/dev/null && git rev-parse HEAD 2>/dev/null"], user="root")
             lines = out.decode(errors="replace").split()

@@ -19,17 +19,22 @@ from sandbox.stream import ExecStream, StreamClosed
 
 PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
 ZYGOTE = PROBE.parent / "zygote.py"
+TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE,
+         "bugforge_files.py": Path(__file__).resolve().parent / "files.py"}
 OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
 
 
-def probe_archive() -> bytes:
-    """A tar holding the probe plugin and the test server, to put into any container at /opt/bugforge."""
+def tools_archive() -> bytes:
+    """A tar of /opt/bugforge: the probe plugin, the test server and the file helper, for any container."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, path in (("bugforge_probe.py", PROBE), ("bugforge_zygote.py", ZYGOTE)):
+        d = tarfile.TarInfo(PROBE_DIR.rsplit("/", 1)[1])
+        d.type, d.mode = tarfile.DIRTYPE, 0o755
+        tar.addfile(d)
+        for name, path in TOOLS.items():
             data = path.read_bytes()
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(f"{d.name}/{name}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
@@ -71,8 +76,7 @@ def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None
             c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
         for name, data in (files or {}).items():
             c.put_archive(OUT, _file_archive(name, data))
-        c.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
-        c.put_archive(PROBE_DIR, probe_archive())
+        c.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
         start = time.monotonic()
         c.start()
         run = TestRun()
@@ -164,8 +168,7 @@ class Workbench:
             self.image, ["sleep", "infinity"], detach=True, network_mode="none", labels={LABEL: "workbench"},
             mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
-        self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0] or "/", _dir_archive(PROBE_DIR.rsplit("/", 1)[1]))
-        self.container.put_archive(PROBE_DIR, probe_archive())
+        self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
         self.server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
                                  env={"PYTHONDONTWRITEBYTECODE": "1"}, workdir=self.workdir)
         ready = self.server.readline(timeout=120)

@@ -2,7 +2,9 @@
 by the tests, pytest runs inside containers. Nothing here mocks Docker, git or the test runner."""
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -20,6 +22,12 @@ def engine():
 def base_image(engine) -> str:
     from images import ensure_base_image
     return ensure_base_image("3.11").tag
+
+
+def bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run the real `bugforge` command line, capturing its output."""
+    return subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +20,8 @@ from bugforge.records import Turn, read_jsonl
 from sandbox.evaluate import evaluate
 from sandbox.runtime import Runtime, SandboxConfig
 from tests.conftest import make_tiny_model
-from tests.test_sandbox import _free_port, instances  # noqa: F401  (the instances fixture)
+from bugforge.pipeline import free_port
+from tests.test_sandbox import instances  # noqa: F401  (the instances fixture)
 
 
 # --- parsing ----------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
     from sandbox.grader import grade_patch
     inst = instances[0]
     for mode in ("text", "tools"):
-        session.run(f"cd /testbed && git checkout -q -- . && git clean -fdq")
+        session.run("cd /testbed && git checkout -q -- . && git clean -fdq")
         t = run_episode(inst, OraclePolicy(inst["patch"], mode), session, AgentConfig(mode=mode))
         assert t.exit_reason == "submitted" and grade_patch(inst, t.patch).resolved
 
@@ -130,7 +130,7 @@ def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
 
 def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F811
     model = make_tiny_model(tmp_path / "tiny")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "serve-model", "--model-dir", str(model),
                                "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)

@@ -2,10 +2,6 @@
 flaky detection, per-test coverage map, and the bad-input errors. Real images, containers and repos."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +11,7 @@ from bugforge.records import load_env
 from factory import build_environment
 from factory.recipe import detect
 from factory.testmap import TestMap
-from tests.conftest import MINI, git_repo, write_tree
-
-
-def bugforge(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=900)
+from tests.conftest import MINI, bugforge, git_repo, write_tree
 
 
 # --- recipe detection, one project shape each -------------------------------------------------

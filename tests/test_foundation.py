@@ -3,18 +3,12 @@ container with no network, CA-bundle injection, and the CLI's bad-input errors."
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import docker.errors
 import pytest
 
 from images.build import BASE_REPO, HOST_CA_BUNDLES, ensure_base_image
-
-
-def bugforge(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+from tests.conftest import bugforge
 
 
 def test_engine_answers(engine):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bugforge.engine import client
+from bugforge.pipeline import free_port
 from bugforge.errors import BugforgeError
 from bugforge.records import read_jsonl
 from factory import build_environment
@@ -182,12 +182,6 @@ def test_submit_grades_the_session_diff(runtime, instances):
 
 # --- the service ------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(dataset: Path, port: int, owner: str = "pytest-svc"):
     env = {**os.environ, "BUGFORGE_SANDBOX_TOKEN": "secret"}
     p = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port),
@@ -208,7 +202,7 @@ def _serve(dataset: Path, port: int, owner: str = "pytest-svc"):
 def service(instances, tmp_path):
     ds = tmp_path / "ds.jsonl"
     ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
-    port = _free_port()
+    port = free_port()
     p = _serve(ds, port)
     yield f"http://127.0.0.1:{port}", ds, p
     if p.poll() is None:
