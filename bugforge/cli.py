@@ -247,14 +247,15 @@ def cmd_run_agent(a) -> int:
 
 def cmd_eval(a) -> int:
     from bugforge.records import read_jsonl
-    from sandbox.evaluate import evaluate
+    from sandbox.evaluate import evaluate, find_environments
     rows = load_dataset(a.dataset)
     if not Path(a.predictions).exists():
         raise BugforgeError(f"predictions file {a.predictions} does not exist", "run `bugforge run-agent` first")
     preds = read_jsonl(Path(a.predictions))
+    envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
         report, out = evaluate(rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir),
-                               progress=bars)
+                               progress=bars, envs=envs)
     print_eval_report(report, rows, out)
     return 0
 
@@ -407,6 +408,10 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--run-id", default="bugforge")
     ev.add_argument("--workers", type=int, default=2)
     ev.add_argument("--report-dir", default=".")
+    ev.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
+                    help="warm: bugforge instances whose environment record is found (beside the dataset or "
+                         "under runs/) share a guarded warm container per worker and run only the tests that "
+                         "can see the change; fresh: a fresh container of the instance image per prediction")
     ev.set_defaults(func=cmd_eval)
     sm = sub.add_parser("serve-model", help="a local OpenAI-compatible model server (CPU, no hub)")
     sm.add_argument("--model-dir", help="a local model directory (default: SmolLM2-135M-Instruct from PyPI)")

@@ -38,3 +38,36 @@ def patch_id(patch: str) -> str:
 def files_of(patch: str) -> list[str]:
     return sorted({line[len("diff --git a/"):].split(" b/")[0] for line in patch.splitlines()
                    if line.startswith("diff --git a/")})
+
+
+def changed_lines_of_diff(diff: str) -> dict[str, set[int]] | None:
+    """Old-side lines each file of a git diff changes, as `changed_lines` counts them; None when a
+    file is added, deleted, renamed, binary or changes mode (coverage cannot say who sees that)."""
+    out: dict[str, set[int]] = {}
+    path, old, prev_minus = None, 0, False
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            path = None
+        elif line.startswith(("new file mode", "deleted file mode", "rename from", "copy from", "old mode",
+                              "Binary files", "GIT binary patch")):
+            return None
+        elif line.startswith("--- "):
+            continue
+        elif line.startswith("+++ "):
+            path = line[len("+++ b/"):] if line.startswith("+++ b/") else None
+            if path is None:
+                return None
+            out.setdefault(path, set())
+        elif line.startswith("@@") and path is not None:
+            old = int(line.split()[1].lstrip("-").split(",")[0])
+            prev_minus = False
+        elif path is None or not line:
+            continue
+        elif line[0] == " ":
+            old, prev_minus = old + 1, False
+        elif line[0] == "-":
+            out[path].add(old)
+            old, prev_minus = old + 1, True
+        elif line[0] == "+" and not prev_minus:
+            out[path].update(n for n in (old - 1, old) if n >= 1)
+    return out

@@ -18,10 +18,11 @@ from sandbox.testrun import Workbench, run_tests
 MODES = ("selected", "full")
 
 
-def selection_for(cand: Candidate, testmap: TestMap, passing: set[str]) -> list[str] | None:
-    """The tests to run for `cand`: None = the whole suite (coverage cannot decide)."""
+def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str]) -> list[str] | None:
+    """The tests of `passing` that can see a change of `changed` ({file: old-side lines}):
+    None = coverage cannot decide, run them all."""
     chosen: set[str] = set()
-    for path, lines in cand.changed.items():
+    for path, lines in changed.items():
         if not path.endswith(".py") or not testmap.decides(path, lines):
             return None
         chosen |= testmap.tests_touching(path, lines)
@@ -61,7 +62,7 @@ class Validator:
         # a bug may slow tests down, and must not hang: allow the suite's time several times over
         self.timeout = max(timeout, 5 * env.suite_seconds + 10)
         self.passing = set(env.passing)
-        self.bench = Workbench(env.image, env.recipe.pytest_args) if mode == "selected" else None
+        self.bench = Workbench(env.image, env.recipe.pytest_args, preload=True) if mode == "selected" else None
 
     def validate(self, cand: Candidate) -> Validation:
         t0 = time.monotonic()
@@ -73,10 +74,11 @@ class Validator:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
         else:
-            sel = selection_for(cand, self.testmap, self.passing)
+            sel = selection_for(cand.changed, self.testmap, self.passing)
             if sel == []:
                 return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
-            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout)
+            hot = sorted(cand.changed) if sel is not None else None  # coverage decided: no import-time lines
+            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot)
             if not applied:
                 return Validation(cand.id, "apply_failed", mode="selected", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing if sel is None else set(sel),

@@ -1,28 +1,59 @@
-"""bugforge's test server, run inside a warm container (copied to /opt/bugforge/bugforge_zygote.py).
-It imports pytest once, then serves requests on stdin (one JSON object a line): for each, it runs a
-setup command (e.g. `git apply`), forks a child that runs pytest with the probe plugin, waits with a
-timeout (killing the child's whole process group on expiry), restores the tree, and answers on
-stdout with one JSON line. A fork costs milliseconds; a fresh interpreter with pytest costs hundreds.
+"""bugforge's test server, run as root inside a warm container (copied to /opt/bugforge/bugforge_zygote.py).
+It imports pytest once, then serves requests on stdin (one JSON object a line) and answers each with one
+JSON line on stdout. A request runs these steps in order, each optional:
+
+    files    {path: text}  written fresh (never through a link a test run left behind)
+    before   shell, e.g. restoring the tree           setup    shell, e.g. `git apply`; non-zero stops here
+    capture  shell whose stdout comes back            args     pytest arguments: fork a child that runs
+    after    shell, e.g. restoring the tree again              pytest with the probe plugin, with a timeout
+
+A fork costs milliseconds; a fresh interpreter with pytest costs hundreds.
+
+`{"preload": [pytest args]}` makes this server a preloaded one: it collects the suite once, in-process,
+so the project and its test modules are imported before any child forks (collection and imports are
+most of a small suite's time). Such a server only takes runs with `"hot": [changed .py files]`: it
+compiles each changed file and its source as imported, and accepts the change only if everything outside
+function bodies compiles to the same code (same module and class level, decorators, defaults) and no
+function changes its free variables; the child then swaps the changed functions' code objects into the
+live functions (found through the garbage collector, so decorated and registered copies change too)
+before pytest runs. That is what importing the changed file would give, provided no changed line ran
+at import or collection time, which the caller checks with the coverage map. Otherwise the answer is
+`not_swappable` (nothing ran; the tree stays as set up) and the caller asks a plain server.
+
+With `"user": NAME` the child
+runs unprivileged and the server guards the container for the next request: after the run it kills
+every process of that user, and checks every place the user can write (the repository's contents, the
+temporary directories, the home directory) by change time, which a process cannot forge. Files the run
+created are deleted; a changed file that git does not restore makes the answer say `tainted`, and the
+caller replaces the container. The repository directory itself and its .git stay root's, so the run
+cannot swap the git metadata that root's restore commands read.
 Runs under the image's Python (3.9+): no bugforge imports, no newer syntax.
 
-Request:  {"args": [...], "env": {...}, "cwd": "/testbed", "timeout": 60, "setup": "git apply ...",
-           "restore": "git checkout -q -- . && git clean -fdq", "report": "/tmp/.../report.jsonl"}
-Response: {"setup_rc": 0, "exit": 1, "timed_out": false, "report": "...", "log": "..."}
+Response: {"setup_rc": 0, "setup_log": "...", "captured": "...", "exit": 1, "timed_out": false,
+           "report": "...", "log": "...", "tainted": []}
 """
+import gc
 import json
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 import _pytest.config  # noqa: F401
 
+GUARDS = {}  # user -> what the guarded places held when the user was first seen
+PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
+CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
+
 
 def _tail(path, n=3000):
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as f:
             f.seek(0, 2)
             size = f.tell()
             f.seek(max(0, size - n))
@@ -31,34 +62,205 @@ def _tail(path, n=3000):
         return ""
 
 
-def serve_one(req):
-    cwd = req.get("cwd", "/testbed")
-    report = req["report"]
-    log = report + ".log"
-    for p in (report, log):
-        if os.path.exists(p):
-            os.remove(p)
-    for path, text in req.get("files", {}).items():
-        with open(path, "w") as f:
-            f.write(text)
-    if req.get("restore"):
-        subprocess.call(["bash", "-c", req["restore"]], cwd=cwd)
-    if req.get("setup"):
-        rc = subprocess.call(["bash", "-c", req["setup"]], cwd=cwd, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        if rc != 0:
-            return {"setup_rc": rc}
+def _write_fresh(path, text):
+    """Write as root without following a link or reusing a file someone else left there."""
+    if os.path.lexists(path):
+        os.remove(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def _sh(cmd, cwd, capture=False):
+    r = subprocess.run(["bash", "-c", cmd], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT if not capture else subprocess.DEVNULL)
+    return r.returncode, r.stdout.decode("utf-8", "replace")
+
+
+def _walk(roots, skip):
+    for root in roots:
+        if not os.path.isdir(root) or os.path.islink(root):
+            continue
+        for d, dirs, files in os.walk(root):
+            dirs[:] = [x for x in dirs if os.path.join(d, x) not in skip]
+            for name in dirs + files:
+                yield os.path.join(d, name)
+
+
+def _guard_init(user, cwd, out_dir):
+    pw = pwd.getpwnam(user)
+    # the repository's contents become the user's; the directory itself and .git stay root's
+    for name in os.listdir(cwd):
+        if name != ".git":
+            subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), os.path.join(cwd, name)])
+    roots = [cwd, "/tmp", "/var/tmp", "/dev/shm", pw.pw_dir]
+    skip = {os.path.join(cwd, ".git"), out_dir}
+    _, tracked = _sh("git ls-files -z", cwd, capture=True)
+    g = {"uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "roots": roots, "skip": skip,
+         "known": set(_walk(roots, skip)), "tracked": {os.path.join(cwd, p) for p in tracked.split("\0") if p}}
+    GUARDS[user] = g
+    return g
+
+
+def _kill_user(uid):
+    """kill(-1) from a process of that user reaches every process of the user, forks included."""
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
+def _guard_check(g, since_ns):
+    """Delete what the run created in the guarded places; name what it changed that stays changed."""
+    now = set(_walk(g["roots"], g["skip"]))
+    tainted = sorted(p for p in g["known"] - now if p not in g["tracked"])  # deleted, and git will not bring back
+    for path in sorted(now, reverse=True):  # children before their parents
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_ctime_ns < since_ns or path in g["tracked"]:
+            continue
+        if path not in g["known"]:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.remove(path)
+        elif not (os.path.isdir(path) and not os.path.islink(path)):
+            tainted.append(path)
+    for root in g["roots"]:
+        if not os.path.isdir(root) or os.path.islink(root):
+            tainted.append(root)
+    return tainted
+
+
+def _preload(req, cwd):
+    """Collect the suite in this process, so children fork with the project imported."""
+    log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    saved = os.dup(1), os.dup(2)
+    old_env, old_path = dict(os.environ), list(sys.path)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    try:
+        os.environ.update(req.get("env", {}))
+        sys.dont_write_bytecode = True
+        sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
+        code = int(pytest.main(list(req["preload"]) + ["--collect-only"]))
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.environ.clear()
+        os.environ.update(old_env)
+        sys.path[:] = old_path
+    root = os.path.realpath(cwd) + os.sep
+    for m in list(sys.modules.values()):
+        f = getattr(m, "__file__", None) or ""
+        if f.endswith(".py") and os.path.realpath(f).startswith(root):
+            with open(f, encoding="utf-8") as fh:
+                PRELOADED[os.path.realpath(f)] = (f, fh.read())
+    return {"preloaded": len(PRELOADED), "exit": code, "log": _tail(req["log"])}
+
+
+def _shape(c):
+    return (c.co_code, c.co_names, c.co_varnames, c.co_freevars, c.co_cellvars, c.co_flags, c.co_argcount,
+            c.co_kwonlyargcount, c.co_posonlyargcount, c.co_name, getattr(c, "co_exceptiontable", b""))
+
+
+def _consts(c):
+    return [x for x in c.co_consts if not isinstance(x, types.CodeType)], \
+           [x for x in c.co_consts if isinstance(x, types.CodeType)]
+
+
+def _same_values(xs, ys):
+    return len(xs) == len(ys) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(xs, ys))
+
+
+def _pair(a, b, pairs):
+    """Walk two compilations of a file. Module and class bodies must compile the same; a function may
+    change (then it and every function nested in it are paired, so closures made at import change too).
+    False when the change is not of that kind."""
+    va, ca = _consts(a)
+    vb, cb = _consts(b)
+    func = a.co_flags & CO_OPTIMIZED and b.co_flags & CO_OPTIMIZED
+    if not func and (_shape(a) != _shape(b) or not _same_values(va, vb)):
+        return False
+    if func:
+        if a.co_name != b.co_name or a.co_freevars != b.co_freevars:
+            return False
+        if a != b:  # code objects compare line numbers too: a function that only moved is swapped as well
+            pairs.append((a, b))
+    return len(ca) == len(cb) and all(_pair(x, y, pairs) for x, y in zip(ca, cb))
+
+
+def _plan_swap(paths, cwd):
+    """{(file, name, first line, bytecode) of a live function's code: its new code}, or None."""
+    plan = {}
+    for rel in paths:
+        real = os.path.realpath(os.path.join(cwd, rel))
+        if real not in PRELOADED:
+            continue  # not imported by this server: the run imports it fresh
+        fname, old_src = PRELOADED[real]
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                if not os.path.isfile(real):
+                    return None
+                new_src = f.read(10 ** 7)
+            old = compile(old_src, fname, "exec", dont_inherit=True)
+            new = compile(new_src, fname, "exec", dont_inherit=True)
+        except Exception:
+            return None
+        pairs = []
+        if not _pair(old, new, pairs):
+            return None
+        for o, n in pairs:
+            key = (fname, o.co_name, o.co_firstlineno, o.co_code)
+            if plan.get(key, n) is not n:
+                return None  # two functions the live objects cannot tell apart
+            plan[key] = n
+    return plan
+
+
+def _swap(plan):
+    for obj in gc.get_objects():
+        if type(obj) is types.FunctionType:
+            c = obj.__code__
+            new = plan.get((c.co_filename, c.co_name, c.co_firstlineno, c.co_code))
+            if new is not None:
+                obj.__code__ = new
+
+
+def _run_child(req, cwd, log, guard, plan=None):
     pid = os.fork()
     if pid == 0:  # child: a fresh process group, output to the log, run pytest, never return
         try:
             os.setsid()
             os.chdir(cwd)
-            os.environ.update(req.get("env", {}))
-            sys.dont_write_bytecode = True
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)  # the server's request stream is not the run's to read
             os.dup2(fd, 1)
             os.dup2(fd, 2)
+            if guard:
+                os.setgroups([])
+                os.setgid(guard["gid"])
+                os.setuid(guard["uid"])
+                os.environ.update(HOME=guard["home"], USER=req["user"], LOGNAME=req["user"])
+            os.environ.update(req.get("env", {}))
+            sys.dont_write_bytecode = True
             sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
+            if plan:
+                _swap(plan)
             code = pytest.main(req["args"])
             sys.stdout.flush()
             sys.stderr.flush()
@@ -85,9 +287,55 @@ def serve_one(req):
     except OSError:
         pass
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-    out = {"setup_rc": 0, "exit": code, "timed_out": timed_out, "report": _tail(report, 10 ** 8), "log": _tail(log)}
-    if req.get("restore"):
-        subprocess.call(["bash", "-c", req["restore"]], cwd=cwd)
+    return code, timed_out
+
+
+def serve_one(req):
+    cwd = req.get("cwd", "/testbed")
+    if req.get("preload"):
+        return _preload(req, cwd)
+    for path, text in req.get("files", {}).items():
+        _write_fresh(path, text)
+    if req.get("before"):
+        _sh(req["before"], cwd)
+    out = {"setup_rc": 0}
+    if req.get("setup"):
+        rc, log = _sh(req["setup"], cwd)
+        if rc != 0:
+            return {"setup_rc": rc, "setup_log": log[-3000:]}
+    if req.get("capture"):
+        out["captured"] = _sh(req["capture"], cwd, capture=True)[1]
+    if req.get("args") is not None:
+        plan = None
+        if PRELOADED or "hot" in req:
+            plan = _plan_swap(req.get("hot") or [], cwd) if "hot" in req else None
+            if plan is None:  # this server's imports would be stale for this change
+                return dict(out, not_swappable=True)
+        report = req["report"]
+        log = report + ".log"
+        for p in (report, log):
+            if os.path.lexists(p):
+                os.remove(p)
+        user = req.get("user")
+        guard = (GUARDS.get(user) or _guard_init(user, cwd, os.path.dirname(report))) if user else None
+        if guard:
+            for p in (report, log):  # the run writes these two and nothing else of ours
+                _write_fresh(p, "")
+                os.chown(p, guard["uid"], guard["gid"])
+        marker = os.path.join(os.path.dirname(report), ".since")
+        _write_fresh(marker, "")
+        since = os.lstat(marker).st_ctime_ns
+        code, timed_out = _run_child(req, cwd, log, guard, plan)
+        if guard:
+            _kill_user(guard["uid"])
+        out.update({"exit": code, "timed_out": timed_out, "report": _tail(report, 10 ** 8), "log": _tail(log)})
+        if req.get("after"):
+            _sh(req["after"], cwd)
+        if guard:
+            out["tainted"] = _guard_check(guard, since)
+        return out
+    if req.get("after"):
+        _sh(req["after"], cwd)
     return out
 
 

@@ -13,12 +13,36 @@ from pathlib import Path
 from typing import Callable
 
 from bugforge.errors import BugforgeError
+from bugforge.records import EnvRecord, load_env
+from factory.testmap import TestMap
+from sandbox.envgrader import EnvGrader, warm_gradable
 from sandbox.grader import grade_patch
+
+
+def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, TestMap | None]]:
+    """The environment records (and coverage maps) of bugforge instances in `rows`, looked for in each
+    of `dirs` and their subdirectories one level down (a dataset's own directory, `runs/`)."""
+    wanted = {r.get("env_image") for r in rows} - {None}
+    found: dict[str, tuple[EnvRecord, TestMap | None]] = {}
+    for d in dirs:
+        for f in [Path(d) / "env.json", *Path(d).glob("*/env.json")] if Path(d).is_dir() else []:
+            try:
+                env = load_env(f)
+            except Exception:
+                continue
+            if env.image in wanted and env.image not in found:
+                tm = f.parent / "testmap.json.gz"
+                found[env.image] = (env, TestMap.load(tm) if tm.exists() else None)
+    return list(found.values())
 
 
 def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers: int = 2,
              log_dir: Path = Path("logs/run_evaluation"), report_dir: Path = Path("."),
-             progress: Callable[[str, int, int], None] = lambda *a: None) -> tuple[dict, Path]:
+             progress: Callable[[str, int, int], None] = lambda *a: None,
+             envs: list[tuple[EnvRecord, TestMap | None]] = ()) -> tuple[dict, Path]:
+    """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader,
+    one warm container per worker and environment); the rest, and all with no `envs`, each in a fresh
+    container of the instance image (sandbox.grader)."""
     by_id = {r["instance_id"]: r for r in rows}
     preds = {p["instance_id"]: p for p in predictions}
     unknown = sorted(set(preds) - set(by_id))
@@ -39,13 +63,28 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
             todo.append(iid)
     lock = threading.Lock()
     progress("grading", 0, len(todo))
+    env_of = {e.image: (e, tm) for e, tm in envs}
+    local, graders = threading.local(), []
+
+    def grader_for(row: dict) -> EnvGrader | None:
+        env, tm = env_of.get(row.get("env_image"), (None, None))
+        if env is None or not warm_gradable(row, env):
+            return None
+        mine = local.__dict__.setdefault("graders", {})
+        if env.image not in mine:
+            mine[env.image] = EnvGrader(env, tm)
+            with lock:
+                graders.append(mine[env.image])
+        return mine[env.image]
 
     def one(iid: str):
         try:
-            g = grade_patch(by_id[iid], preds[iid]["model_patch"])
+            warm = grader_for(by_id[iid])
+            g = (warm.grade(by_id[iid], preds[iid]["model_patch"]) if warm
+                 else grade_patch(by_id[iid], preds[iid]["model_patch"]))
         except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
             return iid, {"error": f"{type(e).__name__}: {e}"}
-        if g.status in ("PATCH_FAILED", "TIMEOUT"):  # the harness writes no report for these: errors
+        if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
             return iid, {"error": g.status, "log": g.log[-500:]}
         rep = {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": g.patch_applied,
                "resolved": g.resolved, "status": g.status, "seconds": round(g.seconds, 2)}
@@ -59,14 +98,18 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
         return iid, rep
 
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for fut in as_completed([pool.submit(one, i) for i in todo]):
-            iid, rep = fut.result()
-            with lock:
-                if "error" not in rep:
-                    reports[iid] = rep
-                done += 1
-            progress("grading", done, len(todo))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for fut in as_completed([pool.submit(one, i) for i in todo]):
+                iid, rep = fut.result()
+                with lock:
+                    if "error" not in rep:
+                        reports[iid] = rep
+                    done += 1
+                progress("grading", done, len(todo))
+    finally:
+        for g in graders:
+            g.close()
     report = run_report(rows, preds, reports)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     out = Path(report_dir) / f"{model}.{run_id}.json"

@@ -43,15 +43,17 @@ class GradeResult:
         return len(self.FAIL_TO_PASS.get("success", [])) / n if n else 0.0
 
 
-def setup_script(instance: dict) -> str:
-    """Apply /tmp/bugforge-out/patch.diff like SWE-bench's harness, then restore tests and config."""
-    commit = instance.get("base_commit") or "HEAD"
+def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -> str:
+    """Apply /tmp/bugforge-out/patch.diff like SWE-bench's harness, then restore tests and config from
+    `commit` (default: the instance's). `prepare` runs first (sandbox.envgrader puts the bug in place)."""
+    commit = commit or instance.get("base_commit") or "HEAD"
     f2p, p2p = labels_of(instance)
     files = set(instance.get("test_files") or []) | {t.split("::")[0] for t in (*f2p, *p2p)}
     restore = " ".join(shlex.quote(f) for f in sorted(files))
     tries = " || ".join(f"(git checkout -q -- . && git clean -fdq && {cmd} {OUT}/patch.diff)" for cmd in APPLY)
     return "\n".join([
         "cd /testbed",
+        *([prepare] if prepare else []),
         f"if [ -s {OUT}/patch.diff ]; then {{ {tries} || git apply --check --reverse {OUT}/patch.diff; }}"
         f" > {OUT}/apply.log 2>&1 || {{ tail -n 20 {OUT}/apply.log; exit 97; }}; fi",
         # tests and test configuration as the instance has them; nothing the patch planted

@@ -23,6 +23,7 @@ TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE,
          "bugforge_files.py": Path(__file__).resolve().parent / "files.py"}
 OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
+RESTORE = "git reset -q --hard && git clean -fdq"
 
 
 def tools_archive() -> bytes:
@@ -153,15 +154,26 @@ def _parse_report(data: bytes, run: TestRun) -> None:
 class Workbench:
     """A warm container for one image: apply a patch, run some tests, restore the tree; repeat.
     One container start serves many runs, and a test server inside it (factory/zygote.py) that has
-    imported pytest once forks a child per run, so a run costs no interpreter start either. A run that
-    times out is killed with its whole process group; a server that stops answering gets a fresh
-    container."""
+    imported pytest once forks a child per run, so a run costs no interpreter start either. With
+    `preload`, a second server collects the suite once and serves runs whose change is confined to
+    function bodies by swapping code objects, so such a run costs no import or collection either. A run
+    that times out is killed with its whole process group; a server that stops answering, or an
+    untrusted run that leaves the container changed, gets a fresh container."""
 
-    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed"):
-        self.image, self.pytest_args, self.workdir = image, pytest_args, workdir
+    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False):
+        self.image, self.pytest_args, self.workdir, self.preload = image, pytest_args, workdir, preload
         self.container = None
         self.server: ExecStream | None = None
+        self.warm: ExecStream | None = None
         self._start()
+
+    def _server(self) -> ExecStream:
+        server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
+                            env={"PYTHONDONTWRITEBYTECODE": "1"}, workdir=self.workdir)
+        ready = server.readline(timeout=120)
+        if b"ready" not in ready:
+            raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
+        return server
 
     def _start(self) -> None:
         self.container = client().containers.run(
@@ -169,45 +181,83 @@ class Workbench:
             mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
-        self.server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
-                                 env={"PYTHONDONTWRITEBYTECODE": "1"}, workdir=self.workdir)
-        ready = self.server.readline(timeout=120)
-        if b"ready" not in ready:
-            raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
+        self.server = self._server()
+        if self.preload:
+            self.warm = self._server()
+            # the probe stays out: it opens its report when imported, so each run's child imports it
+            req = {"preload": ["-q", "--color=no", *self.pytest_args], "env": {"BUGFORGE_ROOT": self.workdir},
+                   "cwd": self.workdir, "log": f"{OUT}/preload.log"}
+            resp = self._ask(self.warm, req, 600)
+            if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
+                self.warm.close()
+                self.warm = None
 
-    def run(self, patch: str, selection: list[str] | None, timeout: float = 120) -> tuple[TestRun, bool]:
-        """(the run, whether the patch applied). selection None = the whole suite."""
+    def _ask(self, server: ExecStream, req: dict, timeout: float) -> dict:
+        try:
+            server.write((json.dumps(req) + "\n").encode())
+            resp = json.loads(server.readline(timeout=timeout + 60))
+        except (TimeoutError, StreamClosed, json.JSONDecodeError) as e:
+            self.restart()
+            return {"lost": f"test server lost: {e}"}
+        if resp.get("error"):
+            raise RuntimeError(f"test server error: {resp['error']}")
+        if resp.get("tainted"):  # an untrusted run changed the container where git cannot restore it
+            self.restart()
+        return resp
+
+    def request(self, req: dict, timeout: float, hot: list[str] | None = None) -> dict:
+        """Send one request to a test server (factory/zygote.py documents the fields). A run with `hot`
+        (the changed .py files, when coverage says none of their changed lines runs at import time) goes
+        to the preloaded server first. A server that stops answering is replaced with a fresh container
+        and the answer says `lost`."""
+        if hot is not None and self.warm is not None and req.get("args") is not None:
+            resp = self._ask(self.warm, {**req, "hot": hot}, timeout)
+            if not resp.get("not_swappable"):
+                return resp
+        return self._ask(self.server, req, timeout)
+
+    def pytest_request(self, selection: list[str] | None, timeout: float) -> dict:
+        """The part of a request that runs pytest with the probe on `selection` (None = the whole suite)."""
         args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
         env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
-        files = {f"{OUT}/patch.diff": patch}
+        files = {}
         if selection is not None:
             env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
             files[f"{OUT}/select.txt"] = "\n".join(selection)
             args += sorted({t.split("::")[0] for t in selection})
-        req = {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
-               "setup": f"git apply {OUT}/patch.diff", "restore": "git checkout -q -- . && git clean -fdq",
-               "report": f"{OUT}/report.jsonl"}
-        start = time.monotonic()
-        try:
-            self.server.write((json.dumps(req) + "\n").encode())
-            resp = json.loads(self.server.readline(timeout=timeout + 60))
-        except (TimeoutError, StreamClosed, json.JSONDecodeError) as e:
-            self.close()
-            self._start()
-            return TestRun(timed_out=True, wall=time.monotonic() - start, log_tail=f"test server lost: {e}"), True
-        run = TestRun(exit_code=resp.get("exit"), wall=time.monotonic() - start, log_tail=resp.get("log", ""))
-        if resp.get("error"):
-            raise RuntimeError(f"test server error: {resp['error']}")
-        if resp.get("setup_rc"):
-            return run, False
-        run.timed_out = bool(resp.get("timed_out"))
+        return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
+                "report": f"{OUT}/report.jsonl"}
+
+    @staticmethod
+    def test_run(resp: dict, wall: float) -> TestRun:
+        run = TestRun(exit_code=resp.get("exit"), wall=wall, log_tail=resp.get("log", "") or resp.get("lost", ""))
+        run.timed_out = bool(resp.get("timed_out") or resp.get("lost"))
         _parse_report(resp.get("report", "").encode(), run)
-        return run, True
+        return run
+
+    def run(self, patch: str, selection: list[str] | None, timeout: float = 120,
+            hot: list[str] | None = None) -> tuple[TestRun, bool]:
+        """(the run, whether the patch applied). selection None = the whole suite."""
+        start = time.monotonic()
+        resp = self.request({"files": {f"{OUT}/patch.diff": patch}, "before": RESTORE,
+                             "setup": f"git apply {OUT}/patch.diff"}, timeout)
+        if resp.get("lost"):
+            return self.test_run(resp, time.monotonic() - start), True
+        if resp.get("setup_rc"):
+            self.request({"after": RESTORE}, timeout)
+            return TestRun(wall=time.monotonic() - start), False
+        resp = self.request({**self.pytest_request(selection, timeout), "after": RESTORE}, timeout, hot)
+        return self.test_run(resp, time.monotonic() - start), True
+
+    def restart(self) -> None:
+        self.close()
+        self._start()
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        for server in (self.server, self.warm):
+            if server is not None:
+                server.close()
+        self.server = self.warm = None
         if self.container is not None:
             try:
                 self.container.remove(force=True)

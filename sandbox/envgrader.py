@@ -1,0 +1,102 @@
+"""Warm grading: many predictions for instances of one environment, in one warm container of the
+environment image, instead of a fresh container of each instance image.
+
+Per prediction the test server (factory/zygote.py) puts the instance's bug in place (`git apply`, then
+`git add -A`, so the index holds the buggy state as in the instance image and SWE-bench's apply
+fallbacks behave the same), applies the model patch with those fallbacks, restores tests and test
+configuration, and reports the tree's diff against the environment's commit. Tests whose coverage
+(factory.testmap) touches no changed line keep their baseline outcome, which is `passed` for every
+FAIL_TO_PASS and PASS_TO_PASS test by construction; the rest run, unprivileged, in a forked child.
+A tree identical to the baseline runs nothing. Where coverage cannot decide (a new, deleted or non-Python
+file, a line run at import time) all of the instance's tests run. Then sandbox.grading.grade, as always.
+
+Isolation: predictions share the container, so the run is guarded (see factory/zygote.py): the tests run
+as the image's unprivileged user, every process of that user is killed after the run, the tree is reset,
+files the run created are deleted, and any other change to a place the user can write retires the
+container. `bugforge eval --isolation fresh` grades each prediction in a fresh container instead."""
+from __future__ import annotations
+
+import time
+
+from bugforge.records import EnvRecord
+from factory.patches import changed_lines_of_diff, files_of
+from factory.testmap import TestMap
+from factory.validate import selection_for
+from sandbox.grader import CONFIG_NAMES, GradeResult, labels_of, setup_script
+from sandbox.grading import grade
+from sandbox.testrun import OUT, RESTORE, Workbench
+
+DIFF = "git add -A && git diff --cached --no-color --no-ext-diff --no-renames HEAD"
+
+
+def warm_gradable(instance: dict, env: EnvRecord) -> bool:
+    """A bugforge instance of `env` whose bug leaves tests and test configuration alone (so they are
+    the same at the environment's commit as at the instance's)."""
+    if instance.get("env_image") != env.image or not instance.get("bug_patch"):
+        return False
+    tests = set(instance.get("test_files") or [])
+    return not any(f in tests or f.rsplit("/", 1)[-1] in CONFIG_NAMES for f in files_of(instance["bug_patch"]))
+
+
+class EnvGrader:
+    """Grades predictions for instances of one environment. One per worker thread."""
+
+    def __init__(self, env: EnvRecord, testmap: TestMap | None, user: str = "agent"):
+        self.env, self.testmap, self.user = env, testmap, user
+        self.bench = Workbench(env.image, env.recipe.pytest_args, preload=testmap is not None)
+
+    def tests_to_run(self, diff: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
+        """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""
+        if not diff.strip():
+            return [], None  # the tree is the baseline's: every test keeps its baseline outcome
+        changed = changed_lines_of_diff(diff)
+        if changed is None or self.testmap is None:
+            return tests, None
+        sel = selection_for(changed, self.testmap, set(tests))
+        return (tests, None) if sel is None else (sel, sorted(changed))
+
+    def grade(self, instance: dict, patch: str, *, timeout: float = 600) -> GradeResult:
+        iid = instance.get("instance_id", "")
+        if not patch or not patch.strip():
+            return GradeResult(iid, False, "EMPTY_PATCH")
+        t0 = time.monotonic()
+        f2p, p2p = labels_of(instance)
+        tests = sorted(set(f2p) | set(p2p))
+        prepare = f"git apply {OUT}/bug.diff || exit 96\ngit add -A"
+        resp = self.bench.request({
+            "files": {f"{OUT}/bug.diff": instance["bug_patch"],
+                      f"{OUT}/patch.diff": patch if patch.endswith("\n") else patch + "\n"},
+            "before": RESTORE, "setup": "set -e\n" + setup_script(instance, "HEAD", prepare), "capture": DIFF},
+            timeout)
+        if resp.get("lost"):
+            return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0, log=resp["lost"])
+        if resp.get("setup_rc") == 96:
+            return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0,
+                               log="the instance's bug_patch does not apply to its environment image")
+        if resp.get("setup_rc") == 97:
+            return GradeResult(iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0,
+                               log=resp.get("setup_log", "")[-2000:])
+        outcomes = {t: "passed" for t in tests}  # baseline outcomes, for the tests that cannot see the change
+        log = resp.get("setup_log", "")
+        if resp.get("setup_rc"):
+            outcomes = {}  # the setup failed after the patch applied: nothing ran (as in a fresh container)
+            self.bench.request({"after": RESTORE}, timeout)
+        else:
+            run_these, hot = self.tests_to_run(resp.get("captured", ""), tests)
+            req = {"after": RESTORE}
+            if run_these:
+                req.update(self.bench.pytest_request(run_these, timeout), user=self.user)
+            resp = self.bench.request(req, timeout, hot)
+            if run_these:
+                run = Workbench.test_run(resp, time.monotonic() - t0)
+                if run.timed_out:
+                    return GradeResult(iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:])
+                outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
+                log = run.log_tail
+            log += f"\n[bugforge] warm grading: ran {len(run_these)} of {len(tests)} tests (the others cannot see the change)"
+        g = grade(f2p, p2p, outcomes)
+        return GradeResult(iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes,
+                           time.monotonic() - t0, log[-2000:])
+
+    def close(self) -> None:
+        self.bench.close()
