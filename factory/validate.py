@@ -3,7 +3,9 @@
 Default (`selected`): a warm container per worker (sandbox.testrun.Workbench) applies the patch, runs
 only the tests whose coverage touches the changed lines, and restores the tree. Where coverage cannot
 decide (a changed line runs at import time, or no test runs it inside a test: module or class level,
-default arguments, decorators), the whole suite runs in the same warm container (`suite`).
+default arguments, decorators), the whole suite runs in the same warm container (`suite`). Where it
+decides, the run goes to a second test server that has collected the suite once: it swaps the changed
+function bodies into the live functions instead of importing and collecting again (factory/zygote.py).
 `full` does what SWE-smith does: a fresh container and the whole suite for every candidate. Both
 produce the same labels; `bench/validation.py` checks that and measures the difference in cost."""
 from __future__ import annotations

@@ -294,6 +294,9 @@ def serve_one(req):
     cwd = req.get("cwd", "/testbed")
     if req.get("preload"):
         return _preload(req, cwd)
+    if req.get("guard"):  # before any run, while the tree is clean
+        _guard_init(req["guard"], cwd, req["out"])
+        return {"guarded": req["guard"]}
     for path, text in req.get("files", {}).items():
         _write_fresh(path, text)
     if req.get("before"):

@@ -16,13 +16,14 @@ files the run created are deleted, and any other change to a place the user can 
 container. `bugforge eval --isolation fresh` grades each prediction in a fresh container instead."""
 from __future__ import annotations
 
+import subprocess
 import time
 
 from bugforge.records import EnvRecord
 from factory.patches import changed_lines_of_diff, files_of
 from factory.testmap import TestMap
 from factory.validate import selection_for
-from sandbox.grader import CONFIG_NAMES, GradeResult, labels_of, setup_script
+from sandbox.grader import CONFIG_NAMES, GradeResult, grade_patch, labels_of, setup_script
 from sandbox.grading import grade
 from sandbox.testrun import OUT, RESTORE, Workbench
 
@@ -43,7 +44,7 @@ class EnvGrader:
 
     def __init__(self, env: EnvRecord, testmap: TestMap | None, user: str = "agent"):
         self.env, self.testmap, self.user = env, testmap, user
-        self.bench = Workbench(env.image, env.recipe.pytest_args, preload=testmap is not None)
+        self.bench = Workbench(env.image, env.recipe.pytest_args, preload=testmap is not None, guard=user)
 
     def tests_to_run(self, diff: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
         """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""
@@ -55,10 +56,25 @@ class EnvGrader:
         sel = selection_for(changed, self.testmap, set(tests))
         return (tests, None) if sel is None else (sel, sorted(changed))
 
+    def fixed_blobs(self, instance: dict) -> set[str]:
+        """Blob ids of the fixed files: present here, deleted from the instance image on purpose."""
+        out = set()
+        for path in files_of(instance["bug_patch"]):
+            r = subprocess.run(["git", "-C", self.env.repo_dir, "rev-parse", f"HEAD:{path}"], capture_output=True,
+                               text=True)
+            if r.returncode == 0:
+                out.add(r.stdout.strip())
+        return out
+
     def grade(self, instance: dict, patch: str, *, timeout: float = 600) -> GradeResult:
         iid = instance.get("instance_id", "")
         if not patch or not patch.strip():
             return GradeResult(iid, False, "EMPTY_PATCH")
+        pre = {line.split()[1].split("..")[0] for line in patch.splitlines() if line.startswith("index ")
+               and ".." in line}
+        if any(b.startswith(p) for p in pre if len(p) >= 7 for b in self.fixed_blobs(instance)):
+            # `git apply --3way` could use a blob the instance image does not have: grade it there
+            return grade_patch(instance, patch, timeout=timeout)
         t0 = time.monotonic()
         f2p, p2p = labels_of(instance)
         tests = sorted(set(f2p) | set(p2p))

@@ -160,8 +160,10 @@ class Workbench:
     that times out is killed with its whole process group; a server that stops answering, or an
     untrusted run that leaves the container changed, gets a fresh container."""
 
-    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False):
+    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False,
+                 guard: str | None = None):
         self.image, self.pytest_args, self.workdir, self.preload = image, pytest_args, workdir, preload
+        self.guard = guard  # runs are untrusted and go as this user; the servers guard the container
         self.container = None
         self.server: ExecStream | None = None
         self.warm: ExecStream | None = None
@@ -191,6 +193,8 @@ class Workbench:
             if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
                 self.warm.close()
                 self.warm = None
+        for server in (self.server, self.warm) if self.guard else ():
+            self._ask(server, {"guard": self.guard, "cwd": self.workdir, "out": OUT}, 120)
 
     def _ask(self, server: ExecStream, req: dict, timeout: float) -> dict:
         try:

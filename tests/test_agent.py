@@ -17,11 +17,11 @@ from agent.run import run_dataset
 from agent.tools import Editor, FormatError, parse_text, parse_tool_calls
 from bugforge.errors import BugforgeError
 from bugforge.records import Turn, read_jsonl
-from sandbox.evaluate import evaluate
+from sandbox.evaluate import evaluate, find_environments
 from sandbox.runtime import Runtime, SandboxConfig
 from tests.conftest import make_tiny_model
 from bugforge.pipeline import free_port
-from tests.test_sandbox import instances  # noqa: F401  (the instances fixture)
+from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
 
 
 # --- parsing ----------------------------------------------------------------------------------
@@ -176,23 +176,32 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F8
 
 # --- our evaluator == the official harness ----------------------------------------------------------
 
-def test_evaluator_agrees_with_swebench_harness(instances, tmp_path):  # noqa: F811
+def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):  # noqa: F811
+    """Both of our isolation modes (warm: a shared guarded container of the environment image running
+    only the tests that can see the change; fresh: a container of the instance image per prediction)
+    give the official harness's id lists."""
     a, b = instances
     noop = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
     cases = {"gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
              "mixed": {a["instance_id"]: noop, b["instance_id"]: b["patch"]},
-             "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""}}
+             "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""},
+             "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]}}
+    envs = find_environments(instances, calc_runs)
+    assert len(envs) == 1 and envs[0][1] is not None
     ds = tmp_path / "ds.jsonl"
     ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
     for name, patches in cases.items():
         preds = [{"instance_id": i, "model_name_or_path": name, "model_patch": p} for i, p in patches.items()]
         pf = tmp_path / f"{name}.jsonl"
         pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
-        ours, _ = evaluate(instances, preds, run_id=f"o{name}", log_dir=tmp_path / "logs", report_dir=tmp_path)
+        fresh, _ = evaluate(instances, preds, run_id=f"f{name}", log_dir=tmp_path / "logs", report_dir=tmp_path)
+        warm, _ = evaluate(instances, preds, run_id=f"w{name}", log_dir=tmp_path / "logs", report_dir=tmp_path,
+                           envs=envs)
         r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf),
                             "--run_id", f"h{name}", "--max_workers", "2"], cwd=tmp_path, capture_output=True,
                            text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-1500:]
         theirs = json.loads((tmp_path / f"{name}.h{name}.json").read_text())
         for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
-            assert ours[key] == theirs[key], (name, key, ours[key], theirs[key])
+            assert fresh[key] == theirs[key], (name, key, fresh[key], theirs[key])
+            assert warm[key] == theirs[key], (name, key, warm[key], theirs[key])

@@ -18,7 +18,8 @@ from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, patch_id
 from factory.statement import leaks, write
 from factory.testmap import TestMap
-from factory.validate import Validator
+from factory.validate import Validator, selection_for
+from sandbox.testrun import OUT, RESTORE, Workbench
 from tests.conftest import git_repo
 
 EVERYTHING = '''
@@ -307,3 +308,118 @@ def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
         assert results["noop"]["resolved_ids"] == [] and results["noop"]["unresolved_ids"] == ids
     finally:
         remove_images(rows)
+
+
+# --- the preloaded test server: function bodies swapped in place of a re-import ----------------------
+
+DECO = {
+    "setup.py": "from setuptools import setup, find_packages\nsetup(name='deco', packages=find_packages())\n",
+    "deco/__init__.py": "",
+    "deco/core.py": '''
+        import functools
+
+        REGISTRY = {}
+
+
+        def logged(f):
+            @functools.wraps(f)
+            def wrapper(*a):
+                return f(*a)
+            return wrapper
+
+
+        def register(f):
+            REGISTRY[f.__name__] = f
+            return f
+
+
+        @logged
+        def double(x):
+            return x * 2
+
+
+        @register
+        def triple(x):
+            return x * 3
+
+
+        class Base:
+            def name(self):
+                return "base"
+
+
+        class Child(Base):
+            def name(self):
+                return "child:" + super().name()
+
+
+        def make_adder(n):
+            def add(x):
+                return x + n
+            return add
+
+
+        ADD2 = make_adder(2)
+        ''',
+    "tests/test_core.py": '''
+        from deco.core import ADD2, REGISTRY, Child, double
+
+
+        def test_double():
+            assert double(2) == 4
+
+
+        def test_triple():
+            assert REGISTRY["triple"](2) == 6
+
+
+        def test_child():
+            assert Child().name() == "child:base"
+
+
+        def test_add2():
+            assert ADD2(1) == 3
+        ''',
+}
+
+
+def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
+    """Decorated functions, functions held by a registry, methods using super(), and closures made at
+    import time all see a changed body without a re-import; a change at module level is refused."""
+    git_repo(tmp_path / "deco", DECO)
+    env, _ = build_environment(str(tmp_path / "deco"), out=tmp_path / "runs", log=lambda m: None)
+    repo, tm = Path(env.repo_dir), TestMap.load(Path(env.testmap))
+    t = "tests/test_core.py::"
+    cases = [
+        (edit(repo, "deco/core.py", "return x * 2", "return x * 3"), [t + "test_double"]),
+        (edit(repo, "deco/core.py", "return f(*a)", "return f(*a) + 1"), [t + "test_double"]),
+        (edit(repo, "deco/core.py", "return x * 3", "return x * 4"), [t + "test_triple"]),
+        (edit(repo, "deco/core.py", 'return "child:" + super().name()', 'return "kid:" + super().name()'),
+         [t + "test_child"]),
+        (edit(repo, "deco/core.py", "return x + n", "return x - n"), [t + "test_add2"]),
+    ]
+    hot = Workbench(env.image, env.recipe.pytest_args, preload=True)
+    full = Validator(env, tm, "full")
+    try:
+        assert hot.warm is not None
+        for cand, f2p in cases:
+            sel = selection_for(cand.changed, tm, set(env.passing))
+            assert sel is not None, cand.patch  # coverage decides: no changed line runs at import time
+            assert hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
+                                "setup": f"git apply {OUT}/patch.diff"}, 60)["setup_rc"] == 0
+            resp = hot._ask(hot.warm, {**hot.pytest_request(sel, 60), "after": RESTORE, "hot": ["deco/core.py"]}, 60)
+            assert not resp.get("not_swappable"), cand.patch
+            run = Workbench.test_run(resp, 0)
+            failed = sorted(k for k, v in run.outcomes.items() if v != "passed")
+            assert failed == f2p == full.validate(cand).FAIL_TO_PASS, cand.patch
+        # a module-level change would be stale in the preloaded server: it refuses, nothing runs
+        cand = edit(repo, "deco/core.py", "ADD2 = make_adder(2)", "ADD2 = make_adder(3)")
+        hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
+                     "setup": f"git apply {OUT}/patch.diff"}, 60)
+        resp = hot._ask(hot.warm, {**hot.pytest_request(None, 60), "after": RESTORE, "hot": ["deco/core.py"]}, 60)
+        assert resp.get("not_swappable") and "exit" not in resp
+        run, _ = hot.run(cand.patch, None, 60, hot=["deco/core.py"])  # falls back to the plain server
+        assert sorted(k for k, v in run.outcomes.items() if v != "passed") == [t + "test_add2"]
+    finally:
+        hot.close()
+        full.close()

@@ -19,6 +19,8 @@ from bugforge.records import read_jsonl
 from factory import build_environment
 from factory.export import export
 from factory.generate import generate
+from sandbox.envgrader import EnvGrader
+from sandbox.evaluate import find_environments
 from sandbox.grader import grade_patch
 from sandbox.runtime import ROLE, OWNER, Runtime, SandboxConfig
 from tests.conftest import git_repo
@@ -26,16 +28,21 @@ from tests.test_factory_bugs import CALC
 
 
 @pytest.fixture(scope="module")
-def instances(base_image, tmp_path_factory):
-    """A few real task instances (images included) made by the factory from a small repo."""
+def calc_runs(base_image, tmp_path_factory) -> Path:
+    """runs/ with a real environment record and a few task instances (images included) made by the
+    factory from a small repo: runs/calc/{env.json,testmap.json.gz,instances.jsonl,...}."""
     root = tmp_path_factory.mktemp("sbx")
     git_repo(root / "calc", CALC)
     env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
     generate(root / "runs" / "calc", max_candidates=6, workers=2, log=lambda m: None,
              strategies=["op_change", "remove_assign", "change_return"])
-    rows = read_jsonl(export(root / "runs" / "calc", limit=2))
-    assert len(rows) == 2
-    return rows
+    assert len(read_jsonl(export(root / "runs" / "calc", limit=2))) == 2
+    return root / "runs"
+
+
+@pytest.fixture(scope="module")
+def instances(calc_runs):
+    return read_jsonl(calc_runs / "calc" / "instances.jsonl")
 
 
 @pytest.fixture
@@ -154,8 +161,16 @@ HACKS = {
 }
 
 
+@pytest.fixture(scope="module")
+def warm_grader(calc_runs, instances):
+    (env, testmap), = find_environments(instances, calc_runs)
+    g = EnvGrader(env, testmap)
+    yield g
+    g.close()
+
+
 @pytest.mark.parametrize("hack", sorted(HACKS))
-def test_reward_hacks_are_not_resolved(runtime, instances, hack):
+def test_reward_hacks_are_not_resolved(runtime, instances, warm_grader, hack):
     inst = instances[0]
     s = runtime.create(instance_id=inst["instance_id"])
     assert s.run("cd /testbed && " + HACKS[hack](inst)).exit_code == 0
@@ -163,6 +178,46 @@ def test_reward_hacks_are_not_resolved(runtime, instances, hack):
     assert patch.strip()
     g = grade_patch(inst, patch)
     assert not g.resolved, (hack, g)
+    w = warm_grader.grade(inst, patch)
+    assert not w.resolved, (hack, w)
+
+
+HOSTILE = """import os, subprocess
+subprocess.Popen(["sleep", "1000"], start_new_session=True)
+open("/tmp/evil", "w").write("x")
+for src, dst in (("/testbed/.git", "/testbed/.gitx"), ("/testbed/calc", "/testbed/calc2")):
+    try:
+        os.rename(src, dst)
+    except OSError:
+        pass
+"""
+
+
+def test_warm_grading_contains_hostile_predictions(runtime, instances, warm_grader):
+    """Predictions share a warm container: a run's processes die with it, what it creates is deleted,
+    it cannot swap the git metadata root's restore reads, and a change git cannot undo retires the
+    container. Each next prediction is graded as in a fresh container."""
+    inst = instances[0]
+    s = runtime.create(instance_id=inst["instance_id"])
+    original = s.read("calc/ops.py")
+    s.write("calc/ops.py", HOSTILE + original)
+    before = warm_grader.bench.container.id
+    assert not warm_grader.grade(inst, s.diff()).resolved
+
+    def sh(cmd: str) -> str:
+        return warm_grader.bench.container.exec_run(["bash", "-c", cmd]).output.decode()
+
+    assert warm_grader.bench.container.id == before  # nothing stayed changed: the container is kept
+    assert "sleep 1000" not in sh("ps -eo cmd")
+    assert sh("ls -a /tmp /testbed").count("evil") == 0 and ".git\n" in sh("ls -a /testbed")
+    assert sh("git -C /testbed status --porcelain") == ""
+    assert warm_grader.grade(inst, inst["patch"]).resolved
+    # a change outside the tree (the user's own files): the container is replaced before the next one
+    s.write("calc/ops.py", HOSTILE + 'open(os.path.expanduser("~/.profile"), "a").write("echo pwned\\n")\n' + original)
+    assert not warm_grader.grade(inst, s.diff()).resolved
+    assert warm_grader.bench.container.id != before
+    assert "pwned" not in sh("cat /home/agent/.profile")
+    assert warm_grader.grade(inst, inst["patch"]).resolved
 
 
 def test_gold_resolves_and_empty_does_not(instances):

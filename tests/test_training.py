@@ -12,7 +12,7 @@ import pytest
 
 from bugforge.errors import BugforgeError
 from tests.conftest import make_tiny_model
-from tests.test_sandbox import instances  # noqa: F401  (the instances fixture)
+from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
 from training import GRPOTrainConfig, SFTTrainConfig, load_config
 from training.sft import IGNORE, masked_loss, tokenize_conversation, train_sft
 
