@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,12 +65,19 @@ def main() -> int:
             print(r.stderr[-2000:])
             return 1
         theirs = json.loads((tmp / "bench.official.json").read_text())
+        kinds = {"nothing": 0, "some": 0, "all": 0}  # how many of its tests each warm grading ran
+        for f in (tmp / "logs" / "warm").glob("*/*/test_output.txt"):
+            m = re.search(r"warm grading: ran (\d+) of (\d+)", f.read_text())
+            if m:
+                kinds["nothing" if m[1] == "0" else "all" if m[1] == m[2] else "some"] += 1
     n = len(rows)
     same = ours["resolved_ids"] == theirs["resolved_ids"] == fresh["resolved_ids"]
     print(f"instances: {n}  workers: {a.workers}  (predictions: gold / wrong fix / no-op by index)")
     print(f"resolved: warm {len(ours['resolved_ids'])}, fresh {len(fresh['resolved_ids'])}, official "
           f"{len(theirs['resolved_ids'])}; errors: warm {ours['error_instances']}, fresh {fresh['error_instances']}, "
           f"official {theirs['error_instances']}; identical resolved sets: {'yes' if same else 'NO'}")
+    print(f"warm grading ran no test for {kinds['nothing']}, the tests coverage picked for {kinds['some']}, "
+          f"all of the instance's tests for {kinds['all']} (a new or non-Python file, or an import-time line)")
     print(f"{'evaluator':<22}{'wall s':>10}{'s / instance':>15}")
     print(f"{'official harness':<22}{theirs_s:>10.1f}{theirs_s / n:>15.2f}")
     print(f"{'bugforge fresh':<22}{fresh_s:>10.1f}{fresh_s / n:>15.2f}")

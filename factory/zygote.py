@@ -294,7 +294,9 @@ def serve_one(req):
     cwd = req.get("cwd", "/testbed")
     if req.get("preload"):
         return _preload(req, cwd)
-    if req.get("guard"):  # before any run, while the tree is clean
+    if req.get("guard"):  # before any run: the tree as every restore leaves it
+        if req.get("after"):
+            _sh(req["after"], cwd)
         _guard_init(req["guard"], cwd, req["out"])
         return {"guarded": req["guard"]}
     for path, text in req.get("files", {}).items():

@@ -189,12 +189,15 @@ class Workbench:
             # the probe stays out: it opens its report when imported, so each run's child imports it
             req = {"preload": ["-q", "--color=no", *self.pytest_args], "env": {"BUGFORGE_ROOT": self.workdir},
                    "cwd": self.workdir, "log": f"{OUT}/preload.log"}
-            resp = self._ask(self.warm, req, 600)
+            try:
+                resp = self._ask(self.warm, req, 600)
+            except RuntimeError as e:  # collecting in-process failed outright
+                resp = {"error": str(e)}
             if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
                 self.warm.close()
                 self.warm = None
         for server in (self.server, self.warm) if self.guard else ():
-            self._ask(server, {"guard": self.guard, "cwd": self.workdir, "out": OUT}, 120)
+            self._ask(server, {"guard": self.guard, "cwd": self.workdir, "out": OUT, "after": RESTORE}, 120)
 
     def _ask(self, server: ExecStream, req: dict, timeout: float) -> dict:
         try:
