@@ -1,7 +1,8 @@
 """A persistent bash inside a container, over one open exec stream with a terminal: state (cwd,
 variables, functions) survives between commands, a command costs one write and one read on an open
 socket, and a command that runs too long is interrupted with ^C like a person would — the shell
-stays. If ^C does not stop it, its process group is killed; if even that fails, the shell restarts."""
+stays. If ^C does not stop it, its process group is killed; if even that fails, every process in the
+container is killed (a restart: the filesystem stays) and a new shell starts."""
 from __future__ import annotations
 
 import base64
@@ -59,12 +60,34 @@ class Shell:
         except (StreamClosed, OSError) as e:
             code = self.stream.exit_code()
             self.close()
-            self._open()
-            return RunResult(f"the shell exited ({e}); a new one was started in {self.workdir}", code,
-                             seconds=time.monotonic() - t0, shell_restarted=True)
+            what = f"the shell exited ({e}); a new one was started in {self.workdir}"
+            if "could not be stopped" in str(e):  # e.g. a fork bomb whose jobs hold every pid
+                self._kill_everything()
+                what = f"{e}: every process in the sandbox was killed (files are kept); a new shell was started"
+            try:
+                self._open()
+            except (TimeoutError, StreamClosed, OSError):
+                self._kill_everything()
+                self._open()
+            return RunResult(what, code, seconds=time.monotonic() - t0, shell_restarted=True)
         if out.endswith("\n") and (timed_out or rc is None):
             out = out[:-1]  # the newline that ^C left
+        starved = "Resource temporarily unavailable" in out  # bash's words when fork() fails
+        if (timed_out or starved) and self._crowded():  # e.g. a fork bomb's jobs, still forking
+            self.close()
+            self._kill_everything()
+            self._open()
+            out += "\n[the command left half the sandbox's process limit in use: every process was killed (files are kept); a new shell was started]"
+            return RunResult(out, rc, timed_out, truncated, time.monotonic() - t0, shell_restarted=True)
         return RunResult(out, rc, timed_out, truncated, time.monotonic() - t0)
+
+    def _crowded(self) -> bool:
+        """Half the container's pids limit or more in use (counted by the engine, no exec needed)."""
+        limit = (self.container.attrs.get("HostConfig") or {}).get("PidsLimit") or 0
+        try:
+            return limit > 0 and len(self.container.top(ps_args="-e").get("Processes") or []) >= limit // 2
+        except Exception:
+            return True
 
     def _collect(self, mark: str, deadline: float) -> tuple[str, int | None, bool, bool]:
         """Read until `mark`; keep the first `output_cap` bytes. Past the deadline (or past `runaway`
@@ -121,6 +144,11 @@ class Shell:
                                      " kill -9 $p; done"], user="root")
         except Exception:
             pass
+
+    def _kill_everything(self) -> None:
+        """Restart the container: its processes die with its first one, its filesystem stays. No exec is
+        needed, so it works when the pids limit is exhausted."""
+        self.container.restart(timeout=0)
 
     def close(self) -> None:
         self.stream.close()

@@ -129,6 +129,13 @@ def test_hostile_commands_are_contained(runtime, instances):
     # a fork bomb hits the pids limit and is stopped by the timeout
     r = a.run(":(){ :|:& };:", timeout=5)
     assert b.run("echo b alive").output == "b alive\n"  # other sessions keep answering
+    # its own session comes back too: a command that cannot fork finds the bomb's jobs still holding the
+    # pids, every process is killed (a container restart, files kept), and the next command runs
+    for _ in range(3):
+        r = a.run("ls /testbed/.git/HEAD", timeout=10)
+        if not r.shell_restarted:
+            break
+    assert r.output == "/testbed/.git/HEAD\n", r
     # rm -rf / as the agent user: the container suffers, the service and other sessions do not
     a.run("rm -rf / --no-preserve-root 2>/dev/null", timeout=30)
     assert b.run("ls /testbed | head -1").exit_code == 0
