@@ -19,7 +19,7 @@ from factory.patches import changed_lines, file_diff, patch_id
 from factory.statement import leaks, write
 from factory.testmap import TestMap
 from factory.validate import Validator, selection_for
-from sandbox.testrun import OUT, RESTORE, Workbench
+from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
 from tests.conftest import git_repo
 
 EVERYTHING = '''
@@ -244,6 +244,9 @@ def test_generate_resumes_after_a_kill(calc_env, tmp_path):
     cands = read_jsonl(d / "candidates.jsonl")
     assert len(ids) == len(set(ids)) == len({c["id"] for c in cands})  # each validated exactly once
     assert [x["candidate"] for x in rows[:len(partial)]] == [x["candidate"] for x in partial]  # kept as they were
+    # the killed run's warm container was removed by the next one
+    from bugforge.engine import client
+    assert client().containers.list(all=True, filters={"label": f"{OWNER_PID}={p.pid}"}) == []
 
 
 def test_history_reverts_and_combinations(base_image, tmp_path):
