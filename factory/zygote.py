@@ -20,8 +20,9 @@ before pytest runs. That is what importing the changed file would give, provided
 at import or collection time, which the caller checks with the coverage map. Otherwise the answer is
 `not_swappable` (nothing ran; the tree stays as set up) and the caller asks a plain server.
 
-With `"user": NAME` the child
-runs unprivileged and the server guards the container for the next request: after the run it kills
+`{"guard": NAME, "after": restore}` (once, before any run: the tree is restored, then the guarded places
+are recorded as they are) lets runs with `"user": NAME` go: the child runs unprivileged and the server
+guards the container for the next request: after the run it kills
 every process of that user, and checks every place the user can write (the repository's contents, the
 temporary directories, the home directory) by change time, which a process cannot forge. Files the run
 created are deleted; a changed file that git does not restore makes the answer say `tainted`, and the
@@ -38,6 +39,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -129,12 +131,13 @@ def _guard_check(g, since_ns):
             continue
         if st.st_ctime_ns < since_ns or path in g["tracked"]:
             continue
+        is_dir = stat.S_ISDIR(st.st_mode)  # lstat: a link to a directory is not one
         if path not in g["known"]:
-            if os.path.isdir(path) and not os.path.islink(path):
+            if is_dir:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.remove(path)
-        elif not (os.path.isdir(path) and not os.path.islink(path)):
+        elif not is_dir:
             tainted.append(path)
     for root in g["roots"]:
         if not os.path.isdir(root) or os.path.islink(root):
@@ -311,18 +314,18 @@ def serve_one(req):
     if req.get("capture"):
         out["captured"] = _sh(req["capture"], cwd, capture=True)[1]
     if req.get("args") is not None:
-        plan = None
-        if PRELOADED or "hot" in req:
-            plan = _plan_swap(req.get("hot") or [], cwd) if "hot" in req else None
-            if plan is None:  # this server's imports would be stale for this change
-                return dict(out, not_swappable=True)
+        plan = _plan_swap(req["hot"], cwd) if "hot" in req else None
+        if PRELOADED and plan is None:  # this server's imports would be stale for this change
+            return dict(out, not_swappable=True)
         report = req["report"]
         log = report + ".log"
         for p in (report, log):
             if os.path.lexists(p):
                 os.remove(p)
         user = req.get("user")
-        guard = (GUARDS.get(user) or _guard_init(user, cwd, os.path.dirname(report))) if user else None
+        if user and user not in GUARDS:  # a snapshot taken now would hold this request's set-up tree
+            raise RuntimeError("a run as %s needs a guard request first, while the tree is clean" % user)
+        guard = GUARDS.get(user)
         if guard:
             for p in (report, log):  # the run writes these two and nothing else of ours
                 _write_fresh(p, "")

@@ -72,7 +72,8 @@ class EnvGrader:
             return GradeResult(iid, False, "EMPTY_PATCH")
         pre = {line.split()[1].split("..")[0] for line in patch.splitlines() if line.startswith("index ")
                and ".." in line}
-        if any(b.startswith(p) for p in pre if len(p) >= 7 for b in self.fixed_blobs(instance)):
+        fixed = self.fixed_blobs(instance) if pre else set()
+        if any(b.startswith(p) for p in pre if len(p) >= 7 for b in fixed):
             # `git apply --3way` could use a blob the instance image does not have: grade it there
             return grade_patch(instance, patch, timeout=timeout)
         t0 = time.monotonic()

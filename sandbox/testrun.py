@@ -25,8 +25,8 @@ TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE,
          "bugforge_files.py": Path(__file__).resolve().parent / "files.py"}
 OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
-OWNER_HOST = f"bugforge.host={socket.gethostname()}"  # a workbench's owner: host and process
-OWNER_PID = "bugforge.pid"
+OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
+HOST = socket.gethostname()
 RESTORE = "git reset -q --hard && git clean -fdq"
 
 
@@ -185,7 +185,7 @@ class Workbench:
     def remove_orphans() -> int:
         """Remove workbenches whose process died without closing them (a killed `factory generate`)."""
         n = 0
-        for c in client().containers.list(all=True, filters={"label": [f"{LABEL}=workbench", OWNER_HOST]}):
+        for c in client().containers.list(all=True, filters={"label": [f"{LABEL}=workbench", f"{OWNER_HOST}={HOST}"]}):
             pid = int(c.labels.get(OWNER_PID, "0") or 0)
             if pid and not Path(f"/proc/{pid}").exists():
                 try:
@@ -199,7 +199,7 @@ class Workbench:
         self.remove_orphans()
         self.container = client().containers.run(
             self.image, ["sleep", "infinity"], detach=True, network_mode="none",
-            labels={LABEL: "workbench", OWNER_HOST.split("=")[0]: OWNER_HOST.split("=")[1], OWNER_PID: str(os.getpid())},
+            labels={LABEL: "workbench", OWNER_HOST: HOST, OWNER_PID: str(os.getpid())},
             mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
