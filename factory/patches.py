@@ -40,24 +40,37 @@ def files_of(patch: str) -> list[str]:
                    if line.startswith("diff --git a/")})
 
 
-def changed_lines_of_diff(diff: str) -> dict[str, set[int]] | None:
-    """Old-side lines each file of a git diff changes, as `changed_lines` counts them; None when a
-    file is added, deleted, renamed, binary or changes mode (coverage cannot say who sees that)."""
-    out: dict[str, set[int]] = {}
-    path, old, prev_minus = None, 0, False
+def changes_of_diff(diff: str) -> tuple[dict[str, set[int]], dict[str, str]]:
+    """What a git diff changes: ({file: old-side lines} for files it edits, as `changed_lines` counts
+    them; {file: "added" | "deleted" | "other"} for files it adds, deletes, or renames, copies, changes
+    the mode of or changes as binary (the old and the new name of a rename are both "other")."""
+    lines: dict[str, set[int]] = {}
+    whole: dict[str, str] = {}
+    path, old, prev_minus, kind, names = None, 0, False, None, []
     for line in diff.splitlines():
         if line.startswith("diff --git "):
-            path = None
-        elif line.startswith(("new file mode", "deleted file mode", "rename from", "copy from", "old mode",
-                              "Binary files", "GIT binary patch")):
-            return None
+            path, kind = None, None
+            names = line[len("diff --git "):].split(" b/", 1)
+            names = [names[0][2:] if names[0].startswith("a/") else names[0], *names[1:]]
+        elif line.startswith("new file mode"):
+            kind = whole[names[-1]] = "added"  # (an empty new file has no ---/+++ lines)
+        elif line.startswith("deleted file mode"):
+            kind = whole[names[0]] = "deleted"
+        elif line.startswith(("rename from", "copy from", "old mode", "Binary files", "GIT binary patch")):
+            kind = "other"
+            for name in names:
+                whole[name] = "other"
         elif line.startswith("--- "):
             continue
         elif line.startswith("+++ "):
-            path = line[len("+++ b/"):] if line.startswith("+++ b/") else None
-            if path is None:
-                return None
-            out.setdefault(path, set())
+            side = line[len("+++ "):]
+            if kind == "deleted" or side == "/dev/null":
+                whole[names[0]] = "deleted"
+            elif kind is None:
+                path = side[2:] if side.startswith("b/") else side
+                lines.setdefault(path, set())
+            else:
+                whole[side[2:] if side.startswith("b/") else side] = kind
         elif line.startswith("@@") and path is not None:
             old = int(line.split()[1].lstrip("-").split(",")[0])
             prev_minus = False
@@ -66,8 +79,10 @@ def changed_lines_of_diff(diff: str) -> dict[str, set[int]] | None:
         elif line[0] == " ":
             old, prev_minus = old + 1, False
         elif line[0] == "-":
-            out[path].add(old)
+            lines[path].add(old)
             old, prev_minus = old + 1, True
         elif line[0] == "+" and not prev_minus:
-            out[path].update(n for n in (old - 1, old) if n >= 1)
-    return out
+            lines[path].update(n for n in (old - 1, old) if n >= 1)
+    for name in whole:
+        lines.pop(name, None)
+    return lines, whole

@@ -8,10 +8,19 @@ coverage.py dynamic contexts (one context per test node id).
 
 Environment: BUGFORGE_REPORT (path of the JSONL report), BUGFORGE_COVERAGE (path of the coverage map
 JSON; unset = no coverage), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of
-node ids to run; unset = all collected).
+node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds one test may take, setup and
+teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
+`timeout` event naming the test and exits with 124). CPU time, because wall time on a busy machine
+varies with the load and the label must not.
+
+The per-test limit is what makes validation's `timeout` label the same whichever tests a mode runs: a
+test that hangs hangs in every run that includes it, and a test that does not run a changed line runs as
+it did at baseline. It also finds a hang in seconds instead of after a whole-run budget.
 """
 import json
 import os
+import sys
+import threading
 import time
 
 import pytest
@@ -23,13 +32,107 @@ _out = open(_report_path, "a", buffering=1) if _report_path else None
 _cov = None
 _results = {}
 _current = [""]  # the node id of the test running now
+_started = [0.0, 0.0]  # when it started: (wall, CPU) seconds
+_limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
 _fixture_users = {}  # fixture name -> node ids of the tests that use it
+
+_context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
+_seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contexts (coverage runs only)
+_STDLIB = os.path.dirname(os.path.dirname(json.__file__))  # .../lib/pythonX.Y
+_TOOLS = ("<frozen importlib", "/_pytest/", "/pluggy/", "/coverage/", "/importlib/metadata/", "bugforge_probe")
+
+
+def _by_a_tool():
+    """Whether the code asking is the test runner's, coverage's or the import system's (which look
+    for names of their own: test files, venv markers, modules), not the project's. The first frame
+    outside the standard library decides."""
+    f = sys._getframe(3)
+    while f is not None:
+        name = f.f_code.co_filename
+        if any(t in name for t in _TOOLS):
+            return True
+        if not ((name.startswith(_STDLIB) and "site-packages" not in name) or name.startswith("<frozen")):
+            return False
+        f = f.f_back
+    return False
+
+
+def _note(kind, key):
+    contexts = _seen.get(kind + ":" + key)
+    if contexts is None:
+        contexts = _seen[kind + ":" + key] = set()
+    contexts.add(_context[0])
+
+
+def _note_path(kind, path):
+    """Record an access to a path inside the repository, repository-relative."""
+    try:
+        path = os.fsdecode(os.fspath(path))
+    except TypeError:
+        return  # a file descriptor
+    if not os.path.isabs(path):
+        path = os.path.join(os.getcwd(), path)
+    path = os.path.normpath(path)
+    if (path == _root or path.startswith(_root + "/")) and not _by_a_tool():
+        _note(kind, os.path.relpath(path, _root))
+
+
+def _audit(event, args):
+    """Which files each test opens and which directories it lists: a change to a file no test can
+    reach (a new notes file, a script beside the package) cannot change any outcome."""
+    if event == "open" and args and args[0] is not None:
+        _note_path("open", args[0])
+    elif event in ("os.listdir", "os.scandir"):
+        _note_path("list", args[0] if args and args[0] is not None else ".")
+
+
+class _ImportRecorder:
+    """First on sys.meta_path: notes every module name looked up past sys.modules, found or not."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        _note("import", name)
+        return None
+
+
+def _stat_recorded(fn):
+    def stat(path, *args, **kwargs):
+        if not isinstance(path, int):
+            _note_path("stat", path)
+        return fn(path, *args, **kwargs)
+    return stat
+
 
 if _cov_path:
     import coverage
 
     _cov = coverage.Coverage(data_file=None, config_file=False, source=[_root], branch=False)
     _cov.start()
+    sys.addaudithook(_audit)
+    sys.meta_path.insert(0, _ImportRecorder)
+    # existence checks (os.path.exists, Path.is_file, ...) go through these; the import system's own
+    # stat calls do not (it holds the posix module), and are covered by the import recorder
+    os.stat, os.lstat, os.access = _stat_recorded(os.stat), _stat_recorded(os.lstat), _stat_recorded(os.access)
+
+
+def _switch(context):
+    _context[0] = context
+    _cov.switch_context(context)
+
+
+def _watchdog():
+    """A test past the limit ends the run: record it, then exit (the caller kills what is left)."""
+    while True:
+        time.sleep(min(0.05, _limit / 10))
+        nodeid, (wall, cpu) = _current[0], _started
+        if nodeid and (time.process_time() - cpu > _limit or time.monotonic() - wall > 3 * _limit):
+            _emit({"event": "timeout", "nodeid": nodeid, "limit": _limit})
+            os._exit(124)
+
+
+def pytest_sessionstart(session):
+    if _limit > 0:
+        threading.Thread(target=_watchdog, name="bugforge-watchdog", daemon=True).start()
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -57,12 +160,13 @@ def pytest_runtest_protocol(item, nextitem):
     if _cov is not None:
         for name in getattr(item, "fixturenames", ()):
             _fixture_users.setdefault(name, []).append(item.nodeid)
-        _cov.switch_context(item.nodeid)
+        _switch(item.nodeid)
+    _started[:] = [time.monotonic(), time.process_time()]
     _current[0] = item.nodeid
     yield
     _current[0] = ""
     if _cov is not None:
-        _cov.switch_context("")
+        _switch("")
     r = _results.pop(item.nodeid, None)
     if r is not None:
         _emit(r)
@@ -74,10 +178,10 @@ def pytest_fixture_setup(fixturedef, request):
     (they run once, in whichever test comes first); give them a context of their own."""
     wide = _cov is not None and fixturedef.scope != "function"
     if wide:
-        _cov.switch_context("fixture:" + fixturedef.argname)
+        _switch("fixture:" + fixturedef.argname)
     yield
     if wide:
-        _cov.switch_context(_current[0])
+        _switch(_current[0])
 
 
 def pytest_runtest_logreport(report):
@@ -133,4 +237,5 @@ def pytest_sessionfinish(session, exitstatus):
         if outside:
             import_lines[rel] = outside
     with open(_cov_path, "w") as f:
-        json.dump({"files": files, "import_lines": import_lines, "fixtures": _fixture_users}, f)
+        json.dump({"files": files, "import_lines": import_lines, "fixtures": _fixture_users,
+                   "seen": {k: sorted(v) for k, v in _seen.items()}}, f)

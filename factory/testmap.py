@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FIXTURE = "fixture:"
+# names whose mere presence changes how pytest, the import system or packaging behave
+UNDECIDABLE_NAMES = {"conftest.py", "__init__.py", "pytest.ini", ".pytest.ini", "pytest.toml", "tox.ini", "setup.cfg",
+                     "pyproject.toml",
+                     "setup.py", "sitecustomize.py", "usercustomize.py", "__main__.py", "__pycache__"}
+UNDECIDABLE_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link", ".pyc")
+MODULE_SUFFIXES = (".py", ".pyw", ".so", ".pyd")
 
 
 @dataclass
@@ -25,29 +31,62 @@ class TestMap:
     """file -> lines that ran outside any test (imports, collection, module/class bodies)."""
     fixture_users: dict[str, list[str]] = field(default_factory=dict)
     """fixture name -> the tests that use it."""
+    seen: dict[str, list[int]] | None = None
+    """"open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> indices into `contexts` of what
+    opened, checked, listed or looked up that (-1: something outside any test). None: a map made before
+    bugforge recorded file accesses (then no file-level change can be decided)."""
 
     @classmethod
     def from_coverage(cls, raw: dict) -> "TestMap":
         """From the probe's map {"files": {path: {line: [contexts]}}, "import_lines": ..., "fixtures": ...}."""
-        ctxs = sorted({c for lines in raw.get("files", {}).values() for cs in lines.values() for c in cs})
+        seen_raw = raw.get("seen")
+        ctxs = sorted({c for lines in raw.get("files", {}).values() for cs in lines.values() for c in cs}
+                      | {c for cs in (seen_raw or {}).values() for c in cs if c})
         index = {c: i for i, c in enumerate(ctxs)}
+        index[""] = -1
         files = {path: {int(n): sorted(index[c] for c in cs) for n, cs in lines.items()}
                  for path, lines in raw.get("files", {}).items()}
         wide = {c[len(FIXTURE):] for c in ctxs if c.startswith(FIXTURE)}
         users = {name: sorted(set(ts)) for name, ts in raw.get("fixtures", {}).items() if name in wide}
-        return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users)
+        seen = None if seen_raw is None else {k: sorted(index[c] for c in cs) for k, cs in seen_raw.items()}
+        return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen)
+
+    def _tests_of(self, indices, out: set[str]) -> None:
+        for i in indices:
+            c = self.contexts[i]
+            if c.startswith(FIXTURE):
+                out.update(self.fixture_users.get(c[len(FIXTURE):], ()))
+            else:
+                out.add(c)
 
     def tests_touching(self, path: str, lines) -> set[str]:
         """Tests that executed at least one of `lines` of `path` (directly or through a wide fixture)."""
         by_line = self.files.get(path, {})
         out: set[str] = set()
         for n in lines:
-            for i in by_line.get(n, ()):
-                c = self.contexts[i]
-                if c.startswith(FIXTURE):
-                    out.update(self.fixture_users.get(c[len(FIXTURE):], ()))
-                else:
-                    out.add(c)
+            self._tests_of(by_line.get(n, ()), out)
+        return out
+
+    def tests_noticing(self, path: str) -> set[str] | None:
+        """Tests that could notice `path` being added, deleted or replaced as a whole: those that opened
+        or checked it, listed its directory, or (for something importable) looked up a module of its
+        name. None when that happened outside any test (at import or collection time: every test could
+        depend on it), when the name is one that pytest, the import system or the packaging tools look
+        for by themselves, or when this map did not record file accesses."""
+        name = path.rsplit("/", 1)[-1]
+        if self.seen is None or name in UNDECIDABLE_NAMES or name.endswith(UNDECIDABLE_SUFFIXES):
+            return None
+        parent = path.rsplit("/", 1)[0] if "/" in path else "."
+        keys = [f"open:{path}", f"stat:{path}", f"list:{parent}"]
+        stem = name.split(".", 1)[0]
+        if name.endswith(MODULE_SUFFIXES) or "." not in name:  # a module, or a directory a package could be
+            keys += [k for k in self.seen if k.startswith("import:") and (k == f"import:{stem}" or k.endswith("." + stem))]
+        out: set[str] = set()
+        for key in keys:
+            indices = self.seen.get(key, ())
+            if -1 in indices:
+                return None
+            self._tests_of(indices, out)
         return out
 
     def decides(self, path: str, lines) -> bool:
@@ -69,7 +108,7 @@ class TestMap:
         data = {"contexts": self.contexts,
                 "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
                 "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
-                "fixture_users": self.fixture_users}
+                "fixture_users": self.fixture_users, "seen": self.seen}
         tmp = Path(str(path) + ".tmp")
         with gzip.open(tmp, "wt") as f:
             json.dump(data, f, separators=(",", ":"))
@@ -80,4 +119,5 @@ class TestMap:
         with gzip.open(path, "rt") as f:
             d = json.load(f)
         return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
-                   {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}))
+                   {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
+                   d.get("seen"))

@@ -20,15 +20,33 @@ from sandbox.testrun import Workbench, run_tests
 MODES = ("selected", "full")
 
 
-def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str]) -> list[str] | None:
-    """The tests of `passing` that can see a change of `changed` ({file: old-side lines}):
-    None = coverage cannot decide, run them all."""
+def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str],
+                  whole: dict[str, str] | None = None) -> list[str] | None:
+    """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
+    ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all."""
     chosen: set[str] = set()
     for path, lines in changed.items():
-        if not path.endswith(".py") or not testmap.decides(path, lines):
+        if not path.endswith(".py"):
+            whole = {**(whole or {}), path: "other"}
+        elif not testmap.decides(path, lines):
             return None
-        chosen |= testmap.tests_touching(path, lines)
+        else:
+            chosen |= testmap.tests_touching(path, lines)
+    for path in whole or {}:
+        noticing = testmap.tests_noticing(path)
+        if noticing is None:
+            return None
+        chosen |= noticing
     return sorted(chosen & passing)
+
+
+def default_test_limit(env: EnvRecord) -> float:
+    """CPU-seconds one test may take before the candidate counts as a timeout (factory/probe.py): ten
+    times the slowest test at baseline, and never under 10. The same limit in every mode gives the same
+    label whichever tests a mode runs (a run's total time depends on how many tests it runs; one test's
+    does not), and a hang is found in seconds, not after the whole run's budget."""
+    slowest = max((o.duration for o in env.tests.values()), default=0.0)
+    return round(max(10.0, 10 * slowest), 1)
 
 
 def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: str) -> Validation:
@@ -57,21 +75,28 @@ def _collect_message(test: str, run: TestRun) -> str:
 class Validator:
     """Validates candidates of one environment. One instance per worker thread."""
 
-    def __init__(self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60):
+    def __init__(self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60,
+                 test_limit: float | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown validation mode {mode!r}; use one of {MODES}")
         self.env, self.testmap, self.mode = env, testmap, mode
         # a bug may slow tests down, and must not hang: allow the suite's time several times over
         self.timeout = max(timeout, 5 * env.suite_seconds + 10)
+        self.test_limit = test_limit or default_test_limit(env)
+        # one line per failure: outcomes and failure messages are the same, and a bug that fails hundreds
+        # of tests no longer spends seconds per failure formatting tracebacks (pytest parses the source
+        # of every frame for the long form)
+        self.pytest_args = [*env.recipe.pytest_args, "--tb=line"]
         self.passing = set(env.passing)
-        self.bench = Workbench(env.image, env.recipe.pytest_args, preload=True) if mode == "selected" else None
+        self.bench = Workbench(env.image, self.pytest_args, preload=True) if mode == "selected" else None
 
     def validate(self, cand: Candidate) -> Validation:
         t0 = time.monotonic()
         if self.mode == "full":
             setup = "cd /testbed && git apply /tmp/bugforge-out/patch.diff || exit 97"
-            run, _ = run_tests(self.env.image, self.env.recipe.pytest_args, timeout=self.timeout, setup=setup,
-                               files={"patch.diff": cand.patch.encode()}, test_files=self.env.recipe.test_files)
+            run, _ = run_tests(self.env.image, self.pytest_args, timeout=self.timeout, setup=setup,
+                               files={"patch.diff": cand.patch.encode()}, test_files=self.env.recipe.test_files,
+                               test_limit=self.test_limit)
             if run.exit_code == 97 and not run.outcomes:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
@@ -80,7 +105,7 @@ class Validator:
             if sel == []:
                 return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
             hot = sorted(cand.changed) if sel is not None else None  # coverage decided: no import-time lines
-            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot)
+            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot, test_limit=self.test_limit)
             if not applied:
                 return Validation(cand.id, "apply_failed", mode="selected", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing if sel is None else set(sel),

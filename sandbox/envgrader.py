@@ -7,8 +7,10 @@ fallbacks behave the same), applies the model patch with those fallbacks, restor
 configuration, and reports the tree's diff against the environment's commit. Tests whose coverage
 (factory.testmap) touches no changed line keep their baseline outcome, which is `passed` for every
 FAIL_TO_PASS and PASS_TO_PASS test by construction; the rest run, unprivileged, in a forked child.
-A tree identical to the baseline runs nothing. Where coverage cannot decide (a new, deleted or non-Python
-file, a line run at import time) all of the instance's tests run. Then sandbox.grading.grade, as always.
+A tree identical to the baseline runs nothing. A file added, deleted or replaced as a whole (a notes file,
+a reproduction script) is seen only by the tests that opened, checked or listed it, or looked up a module of
+its name, at baseline (the probe records that). Where the map cannot decide (a line run at import time,
+a file something read at import or collection time) all of the instance's tests run. Then sandbox.grading.grade, as always.
 
 Isolation: predictions share the container, so the run is guarded (see factory/zygote.py): the tests run
 as the image's unprivileged user, every process of that user is killed after the run, the tree is reset,
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 from bugforge.records import EnvRecord
-from factory.patches import changed_lines_of_diff, files_of
+from factory.patches import changes_of_diff, files_of
 from factory.testmap import TestMap
 from factory.validate import selection_for
 from sandbox.grader import CONFIG_NAMES, GradeResult, grade_patch, labels_of, setup_script
@@ -50,10 +53,16 @@ class EnvGrader:
         """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""
         if not diff.strip():
             return [], None  # the tree is the baseline's: every test keeps its baseline outcome
-        changed = changed_lines_of_diff(diff)
-        if changed is None or self.testmap is None:
+        if self.testmap is None:
             return tests, None
-        sel = selection_for(changed, self.testmap, set(tests))
+        changed, whole = changes_of_diff(diff)
+        for path, kind in list(whole.items()):  # a directory the change creates can be noticed too
+            parts = path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if kind == "added" and not (Path(self.env.repo_dir) / d).is_dir():
+                    whole.setdefault(d, "added")
+        sel = selection_for(changed, self.testmap, set(tests), whole)
         return (tests, None) if sel is None else (sel, sorted(changed))
 
     def fixed_blobs(self, instance: dict) -> set[str]:

@@ -46,10 +46,14 @@ def tools_archive() -> bytes:
 
 
 def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
-                   test_files: list[str] | None = None, workdir: str = "/testbed") -> str:
-    """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all)."""
+                   test_files: list[str] | None = None, workdir: str = "/testbed",
+                   test_limit: float | None = None) -> str:
+    """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
+    `test_limit`: seconds one test may take (factory/probe.py)."""
     env = (f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
            f"BUGFORGE_REPORT={OUT}/report.jsonl BUGFORGE_ROOT={workdir}")
+    if test_limit:
+        env += f" BUGFORGE_TEST_LIMIT={test_limit:g}"
     if coverage:
         env += f" BUGFORGE_COVERAGE={OUT}/coverage.json"
     args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
@@ -65,12 +69,12 @@ def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage
 def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
               coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
               setup: str = "", files: dict[str, bytes] | None = None,
-              workdir: str = "/testbed") -> tuple[TestRun, dict | None]:
+              workdir: str = "/testbed", test_limit: float | None = None) -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
     Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}.
     `setup` is a shell snippet run before pytest (e.g. applying a patch); `files` are put into
     /tmp/bugforge-out before it starts (name -> content)."""
-    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir)
+    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit)
     script = f"set -e; {setup}\n{cmd}" if setup else cmd
     c = client().containers.create(image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"},
                                    mem_limit="4g", pids_limit=2048, working_dir=workdir, user="root",
@@ -151,6 +155,8 @@ def _parse_report(data: bytes, run: TestRun) -> None:
             started = None
         elif ev == "collect_error":
             run.collect_errors[r["nodeid"]] = r.get("message", "")
+        elif ev == "timeout":  # a test ran past BUGFORGE_TEST_LIMIT
+            run.timed_out = True
     if run.timed_out:
         run.running = started
 
@@ -243,10 +249,13 @@ class Workbench:
                 return resp
         return self._ask(self.server, req, timeout)
 
-    def pytest_request(self, selection: list[str] | None, timeout: float) -> dict:
-        """The part of a request that runs pytest with the probe on `selection` (None = the whole suite)."""
+    def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
+        """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
+        `test_limit`: seconds one test may take (factory/probe.py)."""
         args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
         env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
+        if test_limit:
+            env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
         files = {}
         if selection is not None:
             env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
@@ -263,7 +272,7 @@ class Workbench:
         return run
 
     def run(self, patch: str, selection: list[str] | None, timeout: float = 120,
-            hot: list[str] | None = None) -> tuple[TestRun, bool]:
+            hot: list[str] | None = None, test_limit: float | None = None) -> tuple[TestRun, bool]:
         """(the run, whether the patch applied). selection None = the whole suite."""
         start = time.monotonic()
         resp = self.request({"files": {f"{OUT}/patch.diff": patch}, "before": RESTORE,
@@ -273,7 +282,7 @@ class Workbench:
         if resp.get("setup_rc"):
             self.request({"after": RESTORE}, timeout)
             return TestRun(wall=time.monotonic() - start), False
-        resp = self.request({**self.pytest_request(selection, timeout), "after": RESTORE}, timeout, hot)
+        resp = self.request({**self.pytest_request(selection, timeout, test_limit), "after": RESTORE}, timeout, hot)
         return self.test_run(resp, time.monotonic() - start), True
 
     def restart(self) -> None:

@@ -185,7 +185,9 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     cases = {"gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
              "mixed": {a["instance_id"]: noop, b["instance_id"]: b["patch"]},
              "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""},
-             "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]}}
+             "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]},
+             # a fix plus a file no test notices: warm grading runs no test for it
+             "gold_and_notes": {a["instance_id"]: a["patch"] + noop, b["instance_id"]: noop + b["patch"]}}
     envs = find_environments(instances, calc_runs)
     assert len(envs) == 1 and envs[0][1] is not None
     ds = tmp_path / "ds.jsonl"
@@ -205,3 +207,6 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
         for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
             assert fresh[key] == theirs[key], (name, key, fresh[key], theirs[key])
             assert warm[key] == theirs[key], (name, key, warm[key], theirs[key])
+    # the notes file is seen by no test (the probe recorded what each test opens and lists): nothing ran
+    logs = list((tmp_path / "logs" / "wgold_and_notes").glob("*/*/test_output.txt"))
+    assert len(logs) == 2 and all("warm grading: ran 0 of" in f.read_text() for f in logs)

@@ -109,6 +109,76 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     assert reused and again.image == rec.image
 
 
+NOTICING = {
+    "setup.py": "from setuptools import setup\nsetup(name='notice', py_modules=['notice'])\n",
+    "notice.py": """
+        import os
+
+        HERE = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(HERE, "config.txt")) as f:  # read at import: every test depends on it
+            CONFIG = f.read()
+
+
+        def words():
+            with open(os.path.join(HERE, "data", "words.txt")) as f:
+                return f.read().split()
+        """,
+    "config.txt": "x\n",
+    "data/words.txt": "a b\n",
+    "tests/test_notice.py": """
+        import importlib
+        import os
+
+        from notice import words
+
+
+        def test_words():
+            assert words() == ["a", "b"]
+
+
+        def test_lists_data():
+            assert "words.txt" in os.listdir("data")
+
+
+        def test_optional_module():
+            try:
+                importlib.import_module("extras")
+            except ImportError:
+                pass
+
+
+        def test_checks_a_flag():
+            assert not os.path.exists("FLAG")
+
+
+        def test_nothing_on_disk():
+            assert 1 + 1 == 2
+        """,
+}
+
+
+def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, out):
+    """The probe records what each test opens, checks, lists and imports: a file added, deleted or
+    replaced is seen only by those tests; what ran at import or collection time decides nothing."""
+    from factory.validate import selection_for
+    repo = git_repo(tmp_path / "notice", NOTICING)
+    rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
+    m = TestMap.load(Path(rec.testmap))
+    t = "tests/test_notice.py::"
+    assert m.tests_noticing("data/words.txt") == {t + "test_words", t + "test_lists_data"}
+    assert m.tests_noticing("data/new.txt") == {t + "test_lists_data"}
+    assert m.tests_noticing("extras.py") == {t + "test_optional_module"}
+    assert m.tests_noticing("FLAG") == {t + "test_checks_a_flag"}
+    assert m.tests_noticing("NOTES.txt") == set()
+    assert m.tests_noticing("config.txt") is None  # read at import time
+    assert m.tests_noticing("tests/conftest.py") is None and m.tests_noticing("pytest.ini") is None
+    passing = set(rec.passing)
+    assert selection_for({}, m, passing, {"NOTES.txt": "added"}) == []
+    assert selection_for({}, m, passing, {"FLAG": "added", "data/words.txt": "other"}) == sorted(
+        {t + "test_checks_a_flag", t + "test_words", t + "test_lists_data"})
+    assert selection_for({}, m, passing, {"config.txt": "deleted"}) is None
+
+
 def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out):
     files = dict(MINI)
     files["tests/test_flaky.py"] = """

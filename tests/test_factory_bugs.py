@@ -200,6 +200,16 @@ def test_infinite_loop_is_caught_by_the_timeout(calc_env):
         assert ok.status == "valid"
     finally:
         v.close()
+    # with a whole-run budget far away, the per-test limit catches the hang, in both modes alike
+    for mode in ("selected", "full"):
+        v = Validator(calc_env, TestMap.load(Path(calc_env.testmap)), mode, test_limit=2)
+        v.timeout = 300
+        try:
+            t0 = time.monotonic()
+            result = v.validate(cand)
+            assert result.status == "timeout" and time.monotonic() - t0 < 60, (mode, result)
+        finally:
+            v.close()
 
 
 def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
