@@ -11,7 +11,9 @@ A fork costs milliseconds; a fresh interpreter with pytest costs hundreds.
 
 `{"preload": [pytest args]}` makes this server a preloaded one: it collects the suite once, in-process,
 so the project and its test modules are imported before any child forks (collection and imports are
-most of a small suite's time). Such a server only takes runs with `"hot": [changed .py files]`: it
+most of a small suite's time). Where BUGFORGE_PYCACHE names a bytecode cache (the workbench's is
+root's, outside the tree), that collection also writes it, and every later run of either server reads
+the compiled and assertion-rewritten modules whose sources are unchanged; runs never write it. Such a server only takes runs with `"hot": [changed .py files]`: it
 compiles each changed file and its source as imported, and accepts the change only if everything outside
 function bodies compiles to the same code (same module and class level, decorators, defaults) and no
 function changes its free variables; the child then swaps the changed functions' code objects into the
@@ -48,6 +50,8 @@ import types
 import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 import _pytest.config  # noqa: F401
 
+if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
+    sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
 GUARDS = {}  # user -> what the guarded places held when the user was first seen
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
@@ -154,10 +158,17 @@ def _preload(req, cwd):
     os.dup2(log, 2)
     try:
         os.environ.update(req.get("env", {}))
-        sys.dont_write_bytecode = True
+        # with a bytecode cache outside the tree (PYTHONPYCACHEPREFIX, root's), this one collection
+        # leaves compiled modules and assertion-rewritten test modules for every later run to read
+        sys.dont_write_bytecode = not sys.pycache_prefix
         sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
         code = int(pytest.main(list(req["preload"]) + ["--collect-only"]))
     finally:
+        sys.dont_write_bytecode = True
+        if sys.pycache_prefix:
+            # a cached entry is valid while its source keeps size and mtime in whole seconds: let the
+            # second turn, so no change made from now on can look like the source it was made from
+            time.sleep(1.05)
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)

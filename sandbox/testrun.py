@@ -28,6 +28,7 @@ PROBE_DIR = "/opt/bugforge"
 OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
 HOST = socket.gethostname()
 RESTORE = "git reset -q --hard && git clean -fdq"
+PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (factory/zygote.py)
 
 
 def tools_archive() -> bytes:
@@ -181,7 +182,7 @@ class Workbench:
 
     def _server(self) -> ExecStream:
         server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
-                            env={"PYTHONDONTWRITEBYTECODE": "1"}, workdir=self.workdir)
+                            env={"PYTHONDONTWRITEBYTECODE": "1", "BUGFORGE_PYCACHE": PYCACHE}, workdir=self.workdir)
         ready = server.readline(timeout=120)
         if b"ready" not in ready:
             raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
