@@ -77,7 +77,7 @@ def main() -> int:
           f"{len(theirs['resolved_ids'])}; errors: warm {ours['error_instances']}, fresh {fresh['error_instances']}, "
           f"official {theirs['error_instances']}; identical resolved sets: {'yes' if same else 'NO'}")
     print(f"warm grading ran no test for {kinds['nothing']}, the tests coverage picked for {kinds['some']}, "
-          f"all of the instance's tests for {kinds['all']} (a new or non-Python file, or an import-time line)")
+          f"all of the instance's tests for {kinds['all']} (an import-time line, or a file read at import time)")
     print(f"{'evaluator':<22}{'wall s':>10}{'s / instance':>15}")
     print(f"{'official harness':<22}{theirs_s:>10.1f}{theirs_s / n:>15.2f}")
     print(f"{'bugforge fresh':<22}{fresh_s:>10.1f}{fresh_s / n:>15.2f}")
