@@ -4,7 +4,11 @@ free of bugforge imports and of newer syntax.
 
 It writes a structured report (JSON lines, appended as tests finish, so a killed run still tells
 which tests finished and which one was running) and, when asked, a per-test coverage map built with
-coverage.py dynamic contexts (one context per test node id).
+coverage.py dynamic contexts (one context per test node id). With the coverage map it also records, per
+context, which files of the repository the project's and the tests' code opened, checked (os.stat,
+os.lstat, os.access: what os.path.exists and Path.is_file use) or listed, and which module names were
+looked up past sys.modules, so a file added, deleted or replaced as a whole is seen only by the tests
+that could notice it (factory.testmap.TestMap.tests_noticing).
 
 Environment: BUGFORGE_REPORT (path of the JSONL report), BUGFORGE_COVERAGE (path of the coverage map
 JSON; unset = no coverage), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of

@@ -2,6 +2,9 @@
 test, one per fixture wider than a test). Validation asks it which tests can see a change, and whether
 coverage can decide at all (a line that runs at import time can affect every test).
 
+It also holds what the probe saw each test open, check, list and import, to say which tests can notice
+a file added, deleted or replaced as a whole (a notes file, a reproduction script, a data file).
+
 Stored as gzip'd JSON: the contexts once, then per file and line the indices of the contexts that ran it.
 """
 from __future__ import annotations
@@ -14,8 +17,8 @@ from pathlib import Path
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
 UNDECIDABLE_NAMES = {"conftest.py", "__init__.py", "pytest.ini", ".pytest.ini", "pytest.toml", "tox.ini", "setup.cfg",
-                     "pyproject.toml",
-                     "setup.py", "sitecustomize.py", "usercustomize.py", "__main__.py", "__pycache__"}
+                     "pyproject.toml", "setup.py", "sitecustomize.py", "usercustomize.py", "__main__.py",
+                     "__pycache__"}
 UNDECIDABLE_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link", ".pyc")
 MODULE_SUFFIXES = (".py", ".pyw", ".so", ".pyd")
 
