@@ -40,49 +40,72 @@ def files_of(patch: str) -> list[str]:
                    if line.startswith("diff --git a/")})
 
 
+def _header_name(rest: str) -> str:
+    """The file of a `diff --git a/X b/X` line (X is the same on both sides without renames)."""
+    n = (len(rest) - 5) // 2
+    return rest[2:2 + n] if rest == f"a/{rest[2:2 + n]} b/{rest[2:2 + n]}" else rest
+
+
+def _side_name(line: str) -> str | None:
+    """The file of a `--- a/X` or `+++ b/X` line; None for /dev/null. git ends a name holding a
+    space with a tab, and quotes unusual names (left quoted: no record will match them)."""
+    name = line[4:].rstrip("\t")
+    return None if name == "/dev/null" else name[2:] if name[1:2] == "/" else name
+
+
 def changes_of_diff(diff: str) -> tuple[dict[str, set[int]], dict[str, str]]:
     """What a git diff changes: ({file: old-side lines} for files it edits, as `changed_lines` counts
     them; {file: "added" | "deleted" | "other"} for files it adds, deletes, or renames, copies, changes
-    the mode of or changes as binary (the old and the new name of a rename are both "other")."""
+    the mode of, changes as binary or as a link (both names of a rename are "other")."""
     lines: dict[str, set[int]] = {}
     whole: dict[str, str] = {}
-    path, old, prev_minus, kind, names = None, 0, False, None, []
+    name, kind, old, left, right, prev_minus = "", None, 0, 0, 0, False
     for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            path, kind = None, None
-            names = line[len("diff --git "):].split(" b/", 1)
-            names = [names[0][2:] if names[0].startswith("a/") else names[0], *names[1:]]
-        elif line.startswith("new file mode"):
-            kind = whole[names[-1]] = "added"  # (an empty new file has no ---/+++ lines)
-        elif line.startswith("deleted file mode"):
-            kind = whole[names[0]] = "deleted"
-        elif line.startswith(("rename from", "copy from", "old mode", "Binary files", "GIT binary patch")):
-            kind = "other"
-            for name in names:
-                whole[name] = "other"
-        elif line.startswith("--- "):
-            continue
-        elif line.startswith("+++ "):
-            side = line[len("+++ "):]
-            if kind == "deleted" or side == "/dev/null":
-                whole[names[0]] = "deleted"
-            elif kind is None:
-                path = side[2:] if side.startswith("b/") else side
-                lines.setdefault(path, set())
+        if left > 0 or right > 0:  # inside a hunk: content, whatever it starts with
+            tag = line[:1]
+            counted = lines.get(name) if kind is None else None  # (whole-file changes count no lines)
+            if tag == "\\":
+                continue
+            if tag == "-":
+                if counted is not None:
+                    counted.add(old)
+                old, left, prev_minus = old + 1, left - 1, True
+            elif tag == "+":
+                if counted is not None and not prev_minus:
+                    counted.update(n for n in (old - 1, old) if n >= 1)
+                right -= 1
             else:
-                whole[side[2:] if side.startswith("b/") else side] = kind
-        elif line.startswith("@@") and path is not None:
-            old = int(line.split()[1].lstrip("-").split(",")[0])
-            prev_minus = False
-        elif path is None or not line:
-            continue
-        elif line[0] == " ":
-            old, prev_minus = old + 1, False
-        elif line[0] == "-":
-            lines[path].add(old)
-            old, prev_minus = old + 1, True
-        elif line[0] == "+" and not prev_minus:
-            lines[path].update(n for n in (old - 1, old) if n >= 1)
-    for name in whole:
-        lines.pop(name, None)
+                old, left, right, prev_minus = old + 1, left - 1, right - 1, False
+        elif line.startswith("diff --git "):
+            name, kind = _header_name(line[len("diff --git "):]), None
+        elif line.startswith("new file mode"):
+            kind = whole[name] = "other" if line.endswith("120000") else "added"  # (an empty file has no ---/+++)
+        elif line.startswith("deleted file mode"):
+            kind = whole[name] = "other" if line.endswith("120000") else "deleted"
+        elif line.startswith(("rename from", "rename to", "copy from", "copy to", "old mode", "new mode",
+                              "Binary files", "GIT binary patch")) or (line.startswith("index ") and line.endswith(" 120000")):
+            kind = whole[name] = "other"
+            if line.startswith(("rename ", "copy ")):
+                whole[line.split(" ", 2)[2]] = "other"
+        elif line.startswith("--- "):
+            side = _side_name(line)
+            name = side or name
+        elif line.startswith("+++ "):
+            side = _side_name(line)
+            if side is not None and kind is None:
+                name = side
+                lines.setdefault(name, set())
+            elif side is not None:
+                name = side
+                whole[name] = kind
+        elif line.startswith("@@"):
+            spans = line.split("@@")[1].split()
+            o = spans[0].lstrip("-").split(",")
+            n = spans[1].lstrip("+").split(",")
+            old, left = int(o[0]), int(o[1]) if len(o) > 1 else 1
+            right, prev_minus = int(n[1]) if len(n) > 1 else 1, False
+            if kind is None and name not in lines:  # a hunk without its file's headers
+                kind = whole[name] = "other"
+    for path in whole:
+        lines.pop(path, None)
     return lines, whole

@@ -12,8 +12,8 @@ that could notice it (factory.testmap.TestMap.tests_noticing).
 
 Environment: BUGFORGE_REPORT (path of the JSONL report), BUGFORGE_COVERAGE (path of the coverage map
 JSON; unset = no coverage), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of
-node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds one test may take, setup and
-teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
+node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds of the test thread one test
+may take, setup and teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
 `timeout` event naming the test and exits with 124). CPU time, because wall time on a busy machine
 varies with the load and the label must not.
 
@@ -43,17 +43,33 @@ _fixture_users = {}  # fixture name -> node ids of the tests that use it
 _context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
 _seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contexts (coverage runs only)
 _STDLIB = os.path.dirname(os.path.dirname(json.__file__))  # .../lib/pythonX.Y
-_TOOLS = ("<frozen importlib", "/_pytest/", "/pluggy/", "/coverage/", "/importlib/metadata/", "bugforge_probe")
+_IMPORTING = ("_find_and_load", "_find_and_load_unlocked")  # the import system at work
+_order = []  # node ids in the order they ran (coverage runs only)
+
+
+def _tool_dirs():
+    out = [os.path.abspath(__file__)]
+    for mod in ("_pytest", "pluggy", "coverage"):
+        m = sys.modules.get(mod)
+        if m is not None and getattr(m, "__file__", None):
+            d = os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+            if not d.startswith(_root + "/"):  # the project under test may be one of them
+                out.append(d)
+    return tuple(out)
 
 
 def _by_a_tool():
-    """Whether the code asking is the test runner's, coverage's or the import system's (which look
-    for names of their own: test files, venv markers, modules), not the project's. The first frame
-    outside the standard library decides."""
+    """Whether the code asking is pytest's, coverage's, the probe's or the import system's (which look
+    for names of their own: test files, venv markers, modules), not the project's. Walking out from
+    the caller through the standard library, the first other frame decides; an import in progress
+    (not a project module's body reading a file at import) is the import system's."""
+    tools = _tool_dirs()
     f = sys._getframe(3)
     while f is not None:
         name = f.f_code.co_filename
-        if any(t in name for t in _TOOLS):
+        if name.startswith("<frozen importlib") and f.f_code.co_name in _IMPORTING:
+            return True
+        if name.startswith(tools):
             return True
         if not ((name.startswith(_STDLIB) and "site-packages" not in name) or name.startswith("<frozen")):
             return False
@@ -77,7 +93,9 @@ def _note_path(kind, path):
     if not os.path.isabs(path):
         path = os.path.join(os.getcwd(), path)
     path = os.path.normpath(path)
-    if (path == _root or path.startswith(_root + "/")) and not _by_a_tool():
+    # outside a test, the tools only look for names of their own (TestMap never decides on those);
+    # during a test, what they read (a pytester example, a lazily imported module) is the test's
+    if (path == _root or path.startswith(_root + "/")) and (_context[0] or not _by_a_tool()):
         _note(kind, os.path.relpath(path, _root))
 
 
@@ -116,7 +134,16 @@ if _cov_path:
     sys.meta_path.insert(0, _ImportRecorder)
     # existence checks (os.path.exists, Path.is_file, ...) go through these; the import system's own
     # stat calls do not (it holds the posix module), and are covered by the import recorder
-    os.stat, os.lstat, os.access = _stat_recorded(os.stat), _stat_recorded(os.lstat), _stat_recorded(os.access)
+    for _name in ("stat", "lstat", "access"):
+        _orig = getattr(os, _name)
+        _wrapped = _stat_recorded(_orig)
+        setattr(os, _name, _wrapped)
+        for _support in (os.supports_follow_symlinks, os.supports_dir_fd, os.supports_fd, os.supports_effective_ids):
+            if _orig in _support:
+                _support.add(_wrapped)
+        _accessor = getattr(__import__("pathlib"), "_NormalAccessor", None)  # Python < 3.11 holds its own
+        if _accessor is not None and _name in ("stat", "lstat"):
+            setattr(_accessor, _name, staticmethod(_wrapped))
 
 
 def _switch(context):
@@ -124,12 +151,21 @@ def _switch(context):
     _cov.switch_context(context)
 
 
+def _cpu():
+    """CPU seconds of the thread running the tests (not of the process: a library's worker threads, or a
+    thread an earlier test left running, would make the label depend on the machine or on the mode)."""
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(threading.main_thread().ident))
+    except (AttributeError, OSError):
+        return time.process_time()
+
+
 def _watchdog():
     """A test past the limit ends the run: record it, then exit (the caller kills what is left)."""
     while True:
         time.sleep(min(0.05, _limit / 10))
         nodeid, (wall, cpu) = _current[0], _started
-        if nodeid and (time.process_time() - cpu > _limit or time.monotonic() - wall > 3 * _limit):
+        if nodeid and (_cpu() - cpu > _limit or time.monotonic() - wall > 3 * _limit):
             _emit({"event": "timeout", "nodeid": nodeid, "limit": _limit})
             os._exit(124)
 
@@ -165,7 +201,9 @@ def pytest_runtest_protocol(item, nextitem):
         for name in getattr(item, "fixturenames", ()):
             _fixture_users.setdefault(name, []).append(item.nodeid)
         _switch(item.nodeid)
-    _started[:] = [time.monotonic(), time.process_time()]
+    _started[:] = [time.monotonic(), _cpu()]
+    if _cov is not None:
+        _order.append(item.nodeid)
     _current[0] = item.nodeid
     yield
     _current[0] = ""
@@ -242,4 +280,4 @@ def pytest_sessionfinish(session, exitstatus):
             import_lines[rel] = outside
     with open(_cov_path, "w") as f:
         json.dump({"files": files, "import_lines": import_lines, "fixtures": _fixture_users,
-                   "seen": {k: sorted(v) for k, v in _seen.items()}}, f)
+                   "seen": {k: sorted(v) for k, v in _seen.items()}, "order": _order}, f)

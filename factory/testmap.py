@@ -38,6 +38,8 @@ class TestMap:
     """"open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> indices into `contexts` of what
     opened, checked, listed or looked up that (-1: something outside any test). None: a map made before
     bugforge recorded file accesses (then no file-level change can be decided)."""
+    order: list[str] | None = None
+    """Test node ids in the order the coverage run ran them."""
 
     @classmethod
     def from_coverage(cls, raw: dict) -> "TestMap":
@@ -52,7 +54,8 @@ class TestMap:
         wide = {c[len(FIXTURE):] for c in ctxs if c.startswith(FIXTURE)}
         users = {name: sorted(set(ts)) for name, ts in raw.get("fixtures", {}).items() if name in wide}
         seen = None if seen_raw is None else {k: sorted(index[c] for c in cs) for k, cs in seen_raw.items()}
-        return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen)
+        return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen,
+                   raw.get("order"))
 
     def _tests_of(self, indices, out: set[str]) -> None:
         for i in indices:
@@ -77,20 +80,35 @@ class TestMap:
         depend on it), when the name is one that pytest, the import system or the packaging tools look
         for by themselves, or when this map did not record file accesses."""
         name = path.rsplit("/", 1)[-1]
-        if self.seen is None or name in UNDECIDABLE_NAMES or name.endswith(UNDECIDABLE_SUFFIXES):
-            return None
+        if self.seen is None or name in UNDECIDABLE_NAMES or name.endswith(UNDECIDABLE_SUFFIXES) or '"' in path:
+            return None  # (a quoted path: git wrote a name this map would not match)
         parent = path.rsplit("/", 1)[0] if "/" in path else "."
         keys = [f"open:{path}", f"stat:{path}", f"list:{parent}"]
         stem = name.split(".", 1)[0]
         if name.endswith(MODULE_SUFFIXES) or "." not in name:  # a module, or a directory a package could be
             keys += [k for k in self.seen if k.startswith("import:") and (k == f"import:{stem}" or k.endswith("." + stem))]
+        return self._noticed(keys)
+
+    def readers(self, path: str) -> set[str] | None:
+        """Tests that read `path` as a file (a test of source text, `inspect.getsource`), and every test
+        after them; None when it was read outside any test or the map has no record."""
+        return None if self.seen is None else self._noticed([f"open:{path}"])
+
+    def _noticed(self, keys: list[str]) -> set[str] | None:
+        """The tests recorded under `keys`, and every test that ran after the first of them: what one
+        test read may live on in a cache that later tests use without reading it again."""
         out: set[str] = set()
         for key in keys:
             indices = self.seen.get(key, ())
             if -1 in indices:
                 return None
             self._tests_of(indices, out)
-        return out
+        if not out:
+            return out
+        if not self.order:
+            return None
+        first = min((i for i, t in enumerate(self.order) if t in out), default=0)
+        return out | set(self.order[first:])
 
     def decides(self, path: str, lines) -> bool:
         """True when coverage alone can say which tests see a change of `lines`: every line ran inside
@@ -111,7 +129,7 @@ class TestMap:
         data = {"contexts": self.contexts,
                 "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
                 "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
-                "fixture_users": self.fixture_users, "seen": self.seen}
+                "fixture_users": self.fixture_users, "seen": self.seen, "order": self.order}
         tmp = Path(str(path) + ".tmp")
         with gzip.open(tmp, "wt") as f:
             json.dump(data, f, separators=(",", ":"))
@@ -123,4 +141,4 @@ class TestMap:
             d = json.load(f)
         return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
                    {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
-                   d.get("seen"))
+                   d.get("seen"), d.get("order"))

@@ -25,14 +25,20 @@ def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[s
     """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
     ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all."""
     chosen: set[str] = set()
+    whole = dict(whole or {})
     for path, lines in changed.items():
         if not path.endswith(".py"):
-            whole = {**(whole or {}), path: "other"}
-        elif not testmap.decides(path, lines):
+            whole[path] = "other"
+            continue
+        if not testmap.decides(path, lines):
             return None
-        else:
-            chosen |= testmap.tests_touching(path, lines)
-    for path in whole or {}:
+        chosen |= testmap.tests_touching(path, lines)
+        if testmap.seen is not None:  # tests that read the source as text see any change of it
+            readers = testmap.readers(path)
+            if readers is None:
+                return None
+            chosen |= readers
+    for path in whole:
         noticing = testmap.tests_noticing(path)
         if noticing is None:
             return None

@@ -13,7 +13,8 @@ A fork costs milliseconds; a fresh interpreter with pytest costs hundreds.
 so the project and its test modules are imported before any child forks (collection and imports are
 most of a small suite's time). Where BUGFORGE_PYCACHE names a bytecode cache (the workbench's is
 root's, outside the tree), that collection also writes it, and every later run of either server reads
-the compiled and assertion-rewritten modules whose sources are unchanged; runs never write it. Such a server only takes runs with `"hot": [changed .py files]`: it
+the compiled and assertion-rewritten modules whose sources are unchanged; runs do not write it (and a
+run that does, a test calling compileall as root, makes the server drop the whole cache). Such a server only takes runs with `"hot": [changed .py files]`: it
 compiles each changed file and its source as imported, and accepts the change only if everything outside
 function bodies compiles to the same code (same module and class level, decorators, defaults) and no
 function changes its free variables; the child then swaps the changed functions' code objects into the
@@ -52,6 +53,7 @@ import _pytest.config  # noqa: F401
 
 if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
     sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
+PYC = []  # [the bytecode cache as runs must find it: {path: (size, mtime)}], once a run has looked
 GUARDS = {}  # user -> what the guarded places held when the user was first seen
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
@@ -149,6 +151,28 @@ def _guard_check(g, since_ns):
     return tainted
 
 
+def _pyc_state():
+    out = {}
+    for d, _, files in os.walk(sys.pycache_prefix):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(d, name))
+            except OSError:
+                continue
+            out[os.path.join(d, name)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _pyc_check():
+    """Runs only read the bytecode cache; a run that wrote it anyway (a test calling compileall as root)
+    could leave bytecode of a changed source behind, so the whole cache goes."""
+    if not PYC:
+        PYC.append(_pyc_state())
+    elif _pyc_state() != PYC[0]:
+        shutil.rmtree(sys.pycache_prefix, ignore_errors=True)
+        PYC[0] = {}
+
+
 def _preload(req, cwd):
     """Collect the suite in this process, so children fork with the project imported."""
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -158,7 +182,7 @@ def _preload(req, cwd):
     os.dup2(log, 2)
     try:
         os.environ.update(req.get("env", {}))
-        # with a bytecode cache outside the tree (PYTHONPYCACHEPREFIX, root's), this one collection
+        # with a bytecode cache outside the tree (BUGFORGE_PYCACHE, root's), this one collection
         # leaves compiled modules and assertion-rewritten test modules for every later run to read
         sys.dont_write_bytecode = not sys.pycache_prefix
         sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
@@ -341,12 +365,16 @@ def serve_one(req):
             for p in (report, log):  # the run writes these two and nothing else of ours
                 _write_fresh(p, "")
                 os.chown(p, guard["uid"], guard["gid"])
+        if sys.pycache_prefix:
+            _pyc_check()
         marker = os.path.join(os.path.dirname(report), ".since")
         _write_fresh(marker, "")
         since = os.lstat(marker).st_ctime_ns
         code, timed_out = _run_child(req, cwd, log, guard, plan)
         if guard:
             _kill_user(guard["uid"])
+        if sys.pycache_prefix:
+            _pyc_check()
         out.update({"exit": code, "timed_out": timed_out, "report": _tail(report, 10 ** 8), "log": _tail(log)})
         if req.get("after"):
             _sh(req["after"], cwd)

@@ -56,12 +56,12 @@ class EnvGrader:
         if self.testmap is None:
             return tests, None
         changed, whole = changes_of_diff(diff)
-        for path, kind in list(whole.items()):  # a directory the change creates can be noticed too
+        for path, kind in list(whole.items()):  # a directory the change creates or empties is a change too
             parts = path.split("/")[:-1]
             for i in range(1, len(parts) + 1):
-                d = "/".join(parts[:i])
-                if kind == "added" and not (Path(self.env.repo_dir) / d).is_dir():
-                    whole.setdefault(d, "added")
+                d = "/".join(parts[:i])  # (the environment's checkout is the baseline tree)
+                if kind == "deleted" or not (Path(self.env.repo_dir) / d).is_dir():
+                    whole.setdefault(d, "other")
         sel = selection_for(changed, self.testmap, set(tests), whole)
         return (tests, None) if sel is None else (sel, sorted(changed))
 

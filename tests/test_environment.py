@@ -132,12 +132,12 @@ NOTICING = {
         from notice import words
 
 
-        def test_words():
-            assert words() == ["a", "b"]
+        def test_nothing_on_disk():
+            assert 1 + 1 == 2
 
 
-        def test_lists_data():
-            assert "words.txt" in os.listdir("data")
+        def test_checks_a_flag():
+            assert not os.path.exists("FLAG")
 
 
         def test_optional_module():
@@ -147,12 +147,12 @@ NOTICING = {
                 pass
 
 
-        def test_checks_a_flag():
-            assert not os.path.exists("FLAG")
+        def test_lists_data():
+            assert "words.txt" in os.listdir("data")
 
 
-        def test_nothing_on_disk():
-            assert 1 + 1 == 2
+        def test_words():
+            assert words() == ["a", "b"]
         """,
 }
 
@@ -165,17 +165,20 @@ def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, ou
     rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
     m = TestMap.load(Path(rec.testmap))
     t = "tests/test_notice.py::"
-    assert m.tests_noticing("data/words.txt") == {t + "test_words", t + "test_lists_data"}
-    assert m.tests_noticing("data/new.txt") == {t + "test_lists_data"}
-    assert m.tests_noticing("extras.py") == {t + "test_optional_module"}
-    assert m.tests_noticing("FLAG") == {t + "test_checks_a_flag"}
+    # the tests that noticed, and every test after the first of them (what one test read may live on in
+    # a cache that later tests use); the tests run in file order
+    later = [t + n for n in ("test_checks_a_flag", "test_optional_module", "test_lists_data", "test_words")]
+    assert m.order == [t + "test_nothing_on_disk", *later]
+    assert m.tests_noticing("data/words.txt") == set(later[2:])  # test_words reads it, test_lists_data lists it
+    assert m.tests_noticing("data/new.txt") == set(later[2:])
+    assert m.tests_noticing("extras.py") == set(later[1:])
+    assert m.tests_noticing("FLAG") == set(later)
     assert m.tests_noticing("NOTES.txt") == set()
     assert m.tests_noticing("config.txt") is None  # read at import time
     assert m.tests_noticing("tests/conftest.py") is None and m.tests_noticing("pytest.ini") is None
     passing = set(rec.passing)
     assert selection_for({}, m, passing, {"NOTES.txt": "added"}) == []
-    assert selection_for({}, m, passing, {"FLAG": "added", "data/words.txt": "other"}) == sorted(
-        {t + "test_checks_a_flag", t + "test_words", t + "test_lists_data"})
+    assert selection_for({}, m, passing, {"extras.py": "added", "data/words.txt": "other"}) == sorted(later[1:])
     assert selection_for({}, m, passing, {"config.txt": "deleted"}) is None
 
 
