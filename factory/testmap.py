@@ -89,11 +89,6 @@ class TestMap:
             keys += [k for k in self.seen if k.startswith("import:") and (k == f"import:{stem}" or k.endswith("." + stem))]
         return self._noticed(keys)
 
-    def readers(self, path: str) -> set[str] | None:
-        """Tests that read `path` as a file (a test of source text, `inspect.getsource`), and every test
-        after them; None when it was read outside any test or the map has no record."""
-        return None if self.seen is None else self._noticed([f"open:{path}"])
-
     def _noticed(self, keys: list[str]) -> set[str] | None:
         """The tests recorded under `keys`, and every test that ran after the first of them: what one
         test read may live on in a cache that later tests use without reading it again."""

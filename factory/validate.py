@@ -33,11 +33,6 @@ def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[s
         if not testmap.decides(path, lines):
             return None
         chosen |= testmap.tests_touching(path, lines)
-        if testmap.seen is not None:  # tests that read the source as text see any change of it
-            readers = testmap.readers(path)
-            if readers is None:
-                return None
-            chosen |= readers
     for path in whole:
         noticing = testmap.tests_noticing(path)
         if noticing is None:
