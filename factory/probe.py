@@ -23,6 +23,7 @@ it did at baseline. It also finds a hang in seconds instead of after a whole-run
 """
 import json
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -45,9 +46,11 @@ _seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contex
 _STDLIB = os.path.dirname(os.path.dirname(json.__file__))  # .../lib/pythonX.Y
 _IMPORTING = ("_find_and_load", "_find_and_load_unlocked")  # the import system at work
 _order = []  # node ids in the order they ran (coverage runs only)
+_TOOL_DIRS = [()]  # [_tool_dirs()], set once coverage is imported
 
 
 def _tool_dirs():
+    """Where pytest, pluggy, coverage and this probe live (all imported before any access is noted)."""
     out = [os.path.abspath(__file__)]
     for mod in ("_pytest", "pluggy", "coverage"):
         m = sys.modules.get(mod)
@@ -63,7 +66,7 @@ def _by_a_tool():
     for names of their own: test files, venv markers, modules), not the project's. Walking out from
     the caller through the standard library, the first other frame decides; an import in progress
     (not a project module's body reading a file at import) is the import system's."""
-    tools = _tool_dirs()
+    tools = _TOOL_DIRS[0]
     f = sys._getframe(3)
     while f is not None:
         name = f.f_code.co_filename
@@ -130,10 +133,12 @@ if _cov_path:
 
     _cov = coverage.Coverage(data_file=None, config_file=False, source=[_root], branch=False)
     _cov.start()
+    _TOOL_DIRS[0] = _tool_dirs()
     sys.addaudithook(_audit)
     sys.meta_path.insert(0, _ImportRecorder)
     # existence checks (os.path.exists, Path.is_file, ...) go through these; the import system's own
     # stat calls do not (it holds the posix module), and are covered by the import recorder
+    _accessor = getattr(pathlib, "_NormalAccessor", None)  # Python < 3.11: pathlib holds its own stat
     for _name in ("stat", "lstat", "access"):
         _orig = getattr(os, _name)
         _wrapped = _stat_recorded(_orig)
@@ -141,8 +146,7 @@ if _cov_path:
         for _support in (os.supports_follow_symlinks, os.supports_dir_fd, os.supports_fd, os.supports_effective_ids):
             if _orig in _support:
                 _support.add(_wrapped)
-        _accessor = getattr(__import__("pathlib"), "_NormalAccessor", None)  # Python < 3.11 holds its own
-        if _accessor is not None and _name in ("stat", "lstat"):
+        if _accessor is not None and _name != "access":
             setattr(_accessor, _name, staticmethod(_wrapped))
 
 
@@ -201,9 +205,8 @@ def pytest_runtest_protocol(item, nextitem):
         for name in getattr(item, "fixturenames", ()):
             _fixture_users.setdefault(name, []).append(item.nodeid)
         _switch(item.nodeid)
-    _started[:] = [time.monotonic(), _cpu()]
-    if _cov is not None:
         _order.append(item.nodeid)
+    _started[:] = [time.monotonic(), _cpu()]
     _current[0] = item.nodeid
     yield
     _current[0] = ""

@@ -165,10 +165,9 @@ def _pyc_state():
 
 def _pyc_check():
     """Runs only read the bytecode cache; a run that wrote it anyway (a test calling compileall as root)
-    could leave bytecode of a changed source behind, so the whole cache goes."""
-    if not PYC:
-        PYC.append(_pyc_state())
-    elif _pyc_state() != PYC[0]:
+    could leave bytecode of a changed source behind, so the whole cache goes, before the next run of
+    either server (the runs of one workbench come one at a time)."""
+    if _pyc_state() != PYC[0]:
         shutil.rmtree(sys.pycache_prefix, ignore_errors=True)
         PYC[0] = {}
 
@@ -365,8 +364,8 @@ def serve_one(req):
             for p in (report, log):  # the run writes these two and nothing else of ours
                 _write_fresh(p, "")
                 os.chown(p, guard["uid"], guard["gid"])
-        if sys.pycache_prefix:
-            _pyc_check()
+        if sys.pycache_prefix and not PYC:  # the cache as the preload left it (this server's first run)
+            PYC.append(_pyc_state())
         marker = os.path.join(os.path.dirname(report), ".since")
         _write_fresh(marker, "")
         since = os.lstat(marker).st_ctime_ns
