@@ -1,9 +1,10 @@
 """Validation: run a candidate bug against the tests and label it.
 
 Default (`selected`): a warm container per worker (sandbox.testrun.Workbench) applies the patch, runs
-only the tests whose coverage touches the changed lines, and restores the tree. Where coverage cannot
-decide (a changed line runs at import time, or no test runs it inside a test: module or class level,
-default arguments, decorators), the whole suite runs in the same warm container (`suite`). Where it
+only the tests whose coverage touches the changed lines (for a line no test ran, such as an `else:` or
+a branch never taken: the tests that ran its statement), and restores the tree. Where coverage cannot
+decide (a changed line runs at import time, or sits at module or class level, in a signature, a
+decorator or a docstring), the whole suite runs in the same warm container (`suite`). Where it
 decides, the run goes to a second test server that has collected the suite once: it swaps the changed
 function bodies into the live functions instead of importing and collecting again (factory/zygote.py).
 `full` does what SWE-smith does: a fresh container and the whole suite for every candidate. Both
@@ -11,6 +12,7 @@ produce the same labels; `bench/validation.py` checks that and measures the diff
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from bugforge.records import Candidate, EnvRecord, TestRun, Validation
 from factory.testmap import TestMap
@@ -21,24 +23,33 @@ MODES = ("selected", "full")
 
 
 def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str],
-                  whole: dict[str, str] | None = None) -> list[str] | None:
+                  whole: dict[str, str] | None = None, root: Path | None = None) -> list[str] | None:
     """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
-    ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all."""
+    ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all.
+    `root`: the baseline checkout, whose sources decide changed lines that never ran (TestMap.tests_seeing)."""
     chosen: set[str] = set()
     whole = dict(whole or {})
     for path, lines in changed.items():
         if not path.endswith(".py"):
             whole[path] = "other"
             continue
-        if not testmap.decides(path, lines):
+        seeing = testmap.tests_seeing(path, lines, _source(root, path))
+        if seeing is None:
             return None
-        chosen |= testmap.tests_touching(path, lines)
+        chosen |= seeing
     for path in whole:
         noticing = testmap.tests_noticing(path)
         if noticing is None:
             return None
         chosen |= noticing
     return sorted(chosen & passing)
+
+
+def _source(root: Path | None, path: str) -> str | None:
+    try:
+        return (Path(root) / path).read_text(encoding="utf-8") if root else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def default_test_limit(env: EnvRecord) -> float:
@@ -102,7 +113,7 @@ class Validator:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
         else:
-            sel = selection_for(cand.changed, self.testmap, self.passing)
+            sel = selection_for(cand.changed, self.testmap, self.passing, root=Path(self.env.repo_dir))
             if sel == []:
                 return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
             hot = sorted(cand.changed) if sel is not None else None  # coverage decided: no import-time lines

@@ -7,7 +7,8 @@ JSON line on stdout. A request runs these steps in order, each optional:
     capture  shell whose stdout comes back            args     pytest arguments: fork a child that runs
     after    shell, e.g. restoring the tree again              pytest with the probe plugin, with a timeout
 
-A fork costs milliseconds; a fresh interpreter with pytest costs hundreds.
+A fork costs milliseconds; a fresh interpreter with pytest costs hundreds. What the server holds is
+frozen out of the garbage collector (gc.freeze): a child's collections scan only its own objects.
 
 `{"preload": [pytest args]}` makes this server a preloaded one: it collects the suite once, in-process,
 so the project and its test modules are imported before any child forks (collection and imports are
@@ -199,6 +200,7 @@ def _preload(req, cwd):
         os.environ.clear()
         os.environ.update(old_env)
         sys.path[:] = old_path
+    _freeze()
     root = os.path.realpath(cwd) + os.sep
     for m in list(sys.modules.values()):
         f = getattr(m, "__file__", None) or ""
@@ -206,6 +208,14 @@ def _preload(req, cwd):
             with open(f, encoding="utf-8") as fh:
                 PRELOADED[os.path.realpath(f)] = (f, fh.read())
     return {"preloaded": len(PRELOADED), "exit": code, "log": _tail(req["log"])}
+
+
+def _freeze():
+    """Move what this server holds out of the collector's sight. A child's collections then scan only
+    the objects the child made, instead of the whole inherited heap (which also copies every page of it:
+    the collector writes to the objects it scans), which was a third of a short run's time."""
+    gc.collect()
+    gc.freeze()
 
 
 def _shape(c):
@@ -269,12 +279,14 @@ def _plan_swap(paths, cwd):
 
 
 def _swap(plan):
+    gc.unfreeze()  # frozen objects are invisible to gc.get_objects
     for obj in gc.get_objects():
         if type(obj) is types.FunctionType:
             c = obj.__code__
             new = plan.get((c.co_filename, c.co_name, c.co_firstlineno, c.co_code))
             if new is not None:
                 obj.__code__ = new
+    gc.freeze()
 
 
 def _run_child(req, cwd, log, guard, plan=None):
@@ -387,6 +399,7 @@ def serve_one(req):
 
 def main():
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _freeze()
     sys.stdout.write(json.dumps({"ready": True}) + "\n")
     sys.stdout.flush()
     for line in sys.stdin:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import threading
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -40,9 +42,10 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
              log_dir: Path = Path("logs/run_evaluation"), report_dir: Path = Path("."),
              progress: Callable[[str, int, int], None] = lambda *a: None,
              envs: list[tuple[EnvRecord, TestMap | None]] = ()) -> tuple[dict, Path]:
-    """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader,
-    one warm container per worker and environment); the rest, and all with no `envs`, each in a fresh
-    container of the instance image (sandbox.grader)."""
+    """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader:
+    per environment, warm containers up to the smaller of `workers` and the machine's cores, see
+    GraderPool); the rest, and all with no `envs`, each in a fresh container of the instance image
+    (sandbox.grader)."""
     by_id = {r["instance_id"]: r for r in rows}
     preds = {p["instance_id"]: p for p in predictions}
     unknown = sorted(set(preds) - set(by_id))
@@ -64,24 +67,25 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
     lock = threading.Lock()
     progress("grading", 0, len(todo))
     env_of = {e.image: (e, tm) for e, tm in envs}
-    local, graders = threading.local(), []
+    pools: dict[str, GraderPool] = {}
 
-    def grader_for(row: dict) -> EnvGrader | None:
+    def pool_for(row: dict) -> GraderPool | None:
         env, tm = env_of.get(row.get("env_image"), (None, None))
         if env is None or not warm_gradable(row, env):
             return None
-        mine = local.__dict__.setdefault("graders", {})
-        if env.image not in mine:
-            mine[env.image] = EnvGrader(env, tm)
-            with lock:
-                graders.append(mine[env.image])
-        return mine[env.image]
+        with lock:
+            if env.image not in pools:
+                pools[env.image] = GraderPool(lambda: EnvGrader(env, tm), min(max(1, workers), cpus()))
+            return pools[env.image]
 
     def one(iid: str):
         try:
-            warm = grader_for(by_id[iid])
-            g = (warm.grade(by_id[iid], preds[iid]["model_patch"]) if warm
-                 else grade_patch(by_id[iid], preds[iid]["model_patch"]))
+            pool = pool_for(by_id[iid])
+            if pool is None:
+                g = grade_patch(by_id[iid], preds[iid]["model_patch"])
+            else:
+                with pool.lend() as warm:
+                    g = warm.grade(by_id[iid], preds[iid]["model_patch"])
         except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
             return iid, {"error": f"{type(e).__name__}: {e}"}
         if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
@@ -108,14 +112,64 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
                     done += 1
                 progress("grading", done, len(todo))
     finally:
-        for g in graders:
-            g.close()
+        for pool in pools.values():
+            pool.close()
     report = run_report(rows, preds, reports)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     out = Path(report_dir) / f"{model}.{run_id}.json"
     out.write_text(json.dumps(report, indent=4))
     (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
     return report, out
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class GraderPool:
+    """The warm graders of one environment, started as needed up to `size`, each lent to one thread at
+    a time. A warm container's runs keep a core busy, so more of them than cores only adds start-ups
+    (each starts a container and collects the suite): `evaluate` sizes the pool to the smaller of the
+    workers and the machine's cores; the other workers wait for a grader or grade fresh instances."""
+
+    def __init__(self, make: Callable[[], EnvGrader], size: int):
+        self.make, self.size = make, size
+        self.free: list[EnvGrader] = []
+        self.started = 0
+        self.cv = threading.Condition()
+        self.all: list[EnvGrader] = []
+
+    @contextmanager
+    def lend(self):
+        with self.cv:
+            while not self.free and self.started >= self.size:
+                self.cv.wait()
+            grader = self.free.pop() if self.free else None
+            if grader is None:
+                self.started += 1
+        if grader is None:
+            try:
+                grader = self.make()
+            except BaseException:
+                with self.cv:
+                    self.started -= 1
+                    self.cv.notify()
+                raise
+            with self.cv:
+                self.all.append(grader)
+        try:
+            yield grader
+        finally:
+            with self.cv:
+                self.free.append(grader)
+                self.cv.notify()
+
+    def close(self) -> None:
+        for grader in self.all:
+            grader.close()
 
 
 def run_report(rows: list[dict], preds: dict[str, dict], reports: dict[str, dict]) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, patch_id
 from factory.statement import leaks, write
-from factory.testmap import TestMap
+from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
 from tests.conftest import git_repo
@@ -112,11 +113,18 @@ CALC = {
             while n > 0:
                 n -= 1
             return n
+
+
+        def sign(x):
+            if x >= 0:
+                return 1
+            else:
+                return -1
         ''',
     "tests/test_ops.py": '''
         import pytest
 
-        from calc.ops import add, countdown, scaled, sub
+        from calc.ops import add, countdown, scaled, sign, sub
 
 
         @pytest.fixture(scope="module")
@@ -142,6 +150,10 @@ CALC = {
 
         def test_uses_five(five):
             assert five == 5
+
+
+        def test_sign():
+            assert sign(3) == 1
         ''',
 }
 
@@ -162,6 +174,39 @@ def calc_env(base_image, tmp_path_factory):
     return env
 
 
+def test_statement_span_of_lines_no_test_ran():
+    """The statement whose lines a test must run to reach a line; None where a change runs at import."""
+    src = textwrap.dedent('''\
+        @deco
+        def f(a,
+              b=2):
+            """doc"""
+            if a:
+                return 1
+            else:
+                # a comment
+                return 2
+
+            def g(c=3):
+                return c
+
+
+        class C:
+            K = 1
+
+            def m(self):
+                return 1
+        ''')
+    span = {n: statement_span(src, n) for n in range(1, src.count("\n") + 1)}
+    assert [span[n] for n in (1, 2, 3, 4)] == [None] * 4  # decorator, signature, default, docstring
+    assert span[5] == span[7] == span[8] == (5, 9) and span[6] == (6, 6)  # the if statement, its else, a comment
+    assert span[10] == (4, 12)  # between statements: the body
+    assert span[11] == (11, 12)  # a nested def's default runs when f runs that def
+    assert [span[n] for n in (15, 16, 17, 18)] == [None] * 4  # class level and a method's signature
+    assert span[19] == (19, 19)
+    assert statement_span("def f(:\n", 1) is None
+
+
 def test_labels_are_exact_in_both_modes(calc_env):
     repo = Path(calc_env.repo_dir)
     tm = TestMap.load(Path(calc_env.testmap))
@@ -172,7 +217,15 @@ def test_labels_are_exact_in_both_modes(calc_env):
          ["tests/test_ops.py::test_add", "tests/test_ops.py::test_uses_five"], "selected"),
         # a module-level constant runs at import time: coverage cannot decide, the whole suite runs
         (edit(repo, "calc/ops.py", "SCALE = 10", "SCALE = 11"), ["tests/test_ops.py::test_scaled"], "suite"),
+        # branches swapped: `return -1` and `else:` never ran, so they add no test to the one that ran `return 1`
+        (edit(repo, "calc/ops.py", "return 1\n    else:\n        return -1", "return -1\n    else:\n        return 1"),
+         ["tests/test_ops.py::test_sign"], "selected"),
     ]
+    # a change confined to a branch no test takes: no test can see it, none runs
+    cand = edit(repo, "calc/ops.py", "    else:\n        return -1", "    else:\n        return -2")
+    assert selection_for(cand.changed, tm, set(calc_env.passing), root=repo) == []
+    # a line that never ran decides only with the source at hand (its statement), and never at module level
+    assert selection_for(cand.changed, tm, set(calc_env.passing)) is None
     selected, full = Validator(calc_env, tm, "selected"), Validator(calc_env, tm, "full")
     try:
         for cand, f2p, mode in cases:
