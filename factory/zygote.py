@@ -13,7 +13,8 @@ frozen out of the garbage collector (gc.freeze): a child's collections scan only
 `{"preload": [pytest args]}` makes this server a preloaded one: it collects the suite once, in-process,
 so the project and its test modules are imported before any child forks (collection and imports are
 most of a small suite's time). Where BUGFORGE_PYCACHE names a bytecode cache (the workbench's is
-root's, outside the tree), that collection also writes it, and every later run of either server reads
+root's, outside the tree), that collection also writes it (then waits for the clock to pass the newest
+stamp in the tree, see _settle), and every later run of either server reads
 the compiled and assertion-rewritten modules whose sources are unchanged; runs do not write it (and a
 run that does, a test calling compileall as root, makes the server drop the whole cache). Such a server only takes runs with `"hot": [changed .py files]`: it
 compiles each changed file and its source as imported, and accepts the change only if everything outside
@@ -173,6 +174,26 @@ def _pyc_check():
         PYC[0] = {}
 
 
+def _settle(cwd):
+    """A cached entry is valid while its source keeps its size and its mtime in whole seconds. A source
+    in the tree changed in the current second (or stamped in the future) could be changed again, to
+    the same size, within its second and still match: wait for the clock to pass it (a second at most),
+    or drop the cache when a stamp lies further ahead."""
+    newest = 0
+    for d, dirs, files in os.walk(cwd):
+        dirs[:] = [x for x in dirs if x != ".git"]
+        for name in files:
+            try:
+                newest = max(newest, os.lstat(os.path.join(d, name)).st_mtime)
+            except OSError:
+                pass
+    wait = int(newest) + 1.01 - time.time()
+    if wait > 2:
+        shutil.rmtree(sys.pycache_prefix, ignore_errors=True)
+    elif wait > 0:
+        time.sleep(wait)
+
+
 def _preload(req, cwd):
     """Collect the suite in this process, so children fork with the project imported."""
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -190,9 +211,7 @@ def _preload(req, cwd):
     finally:
         sys.dont_write_bytecode = True
         if sys.pycache_prefix:
-            # a cached entry is valid while its source keeps size and mtime in whole seconds: let the
-            # second turn, so no change made from now on can look like the source it was made from
-            time.sleep(1.05)
+            _settle(cwd)
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved[0], 1)

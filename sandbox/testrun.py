@@ -180,13 +180,18 @@ class Workbench:
         self.warm: ExecStream | None = None
         self._start()
 
-    def _server(self) -> ExecStream:
-        server = ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
-                            env={"PYTHONDONTWRITEBYTECODE": "1", "BUGFORGE_PYCACHE": PYCACHE}, workdir=self.workdir)
-        ready = server.readline(timeout=120)
-        if b"ready" not in ready:
-            raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
-        return server
+    def _servers(self, n: int) -> list[ExecStream]:
+        """Start `n` test servers at once (each imports pytest: a few hundred milliseconds)."""
+        servers = [ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
+                              env={"PYTHONDONTWRITEBYTECODE": "1", "BUGFORGE_PYCACHE": PYCACHE}, workdir=self.workdir)
+                   for _ in range(n)]
+        for server in servers:
+            ready = server.readline(timeout=120)
+            if b"ready" not in ready:
+                for s in servers:
+                    s.close()
+                raise RuntimeError(f"test server did not start in {self.image}: {ready[:300]!r}")
+        return servers
 
     @staticmethod
     def remove_orphans() -> int:
@@ -210,9 +215,9 @@ class Workbench:
             mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
-        self.server = self._server()
+        self.server, *warm = self._servers(2 if self.preload else 1)
         if self.preload:
-            self.warm = self._server()
+            self.warm = warm[0]
             # the probe stays out: it opens its report when imported, so each run's child imports it
             req = {"preload": ["-q", "--color=no", *self.pytest_args], "env": {"BUGFORGE_ROOT": self.workdir},
                    "cwd": self.workdir, "log": f"{OUT}/preload.log"}

@@ -4,6 +4,7 @@ official SWE-bench harness agreeing with our exports. Real containers and reposi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -489,3 +490,25 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
     finally:
         hot.close()
         full.close()
+
+
+def test_bytecode_cache_settles_past_the_newest_source(tmp_path, monkeypatch):
+    """The test server's bytecode cache trusts a source's size and mtime in whole seconds: after the
+    preload it waits until the clock has passed the newest stamp in the tree, and drops the cache when a
+    stamp lies further ahead than it would wait."""
+    from factory import zygote
+    tree, cache = tmp_path / "tree", tmp_path / "cache"
+    (tree / ".git").mkdir(parents=True)
+    cache.mkdir()
+    monkeypatch.setattr(sys, "pycache_prefix", str(cache))
+    src = tree / "mod.py"
+    src.write_text("X = 1\n")
+    zygote._settle(str(tree))
+    assert int(time.time()) > int(src.stat().st_mtime) and cache.exists()  # an edit now gets another second
+    (tree / ".git" / "future").write_text("")  # git's own files are not sources
+    os.utime(tree / ".git" / "future", (time.time() + 3600,) * 2)
+    zygote._settle(str(tree))
+    assert cache.exists()
+    os.utime(src, (time.time() + 3600,) * 2)
+    zygote._settle(str(tree))
+    assert not cache.exists()
