@@ -210,3 +210,46 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     # the notes file is seen by no test (the probe recorded what each test opens and lists): nothing ran
     logs = list((tmp_path / "logs" / "wgold_and_notes").glob("*/*/test_output.txt"))
     assert len(logs) == 2 and all("warm grading: ran 0 of" in f.read_text() for f in logs)
+
+
+def test_grader_pool_lends_each_grader_to_one_worker_at_a_time():
+    """Warm graders are started as needed up to the pool's size; a worker waits for a free one, and a
+    grader that failed to start frees its place."""
+    import threading
+    from sandbox.evaluate import GraderPool
+    made, busy, peak, lock = [], set(), [0], threading.Lock()
+
+    def make():
+        if not made:
+            made.append(None)
+            raise RuntimeError("first start fails")
+        made.append(object())
+        return made[-1]
+
+    pool = GraderPool(make, 2)
+    with pytest.raises(RuntimeError):
+        with pool.lend():
+            pass
+
+    both = threading.Barrier(2, timeout=10)  # two workers hold a grader at the same time
+
+    def work():
+        with pool.lend() as g:
+            with lock:
+                assert g not in busy
+                busy.add(g)
+                peak[0] = max(peak[0], len(busy))
+            try:
+                both.wait()
+            except threading.BrokenBarrierError:
+                pass  # (later workers: the barrier has done its job)
+            time.sleep(0.01)
+            with lock:
+                busy.discard(g)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 3 and peak[0] == 2 and len(pool.all) == 2
