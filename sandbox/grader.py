@@ -50,7 +50,9 @@ def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -
     f2p, p2p = labels_of(instance)
     files = set(instance.get("test_files") or []) | {t.split("::")[0] for t in (*f2p, *p2p)}
     restore = " ".join(shlex.quote(f) for f in sorted(files))
-    tries = " || ".join(f"(git checkout -q -- . && git clean -fdq && {cmd} {OUT}/patch.diff)" for cmd in APPLY)
+    # each fallback starts from the tree as it was before the first try (a failed --reject leaves hunks behind)
+    tries = " || ".join(f"({'' if i == 0 else 'git checkout -q -- . && git clean -fdq && '}{cmd} {OUT}/patch.diff)"
+                        for i, cmd in enumerate(APPLY))
     return "\n".join([
         "cd /testbed",
         *([prepare] if prepare else []),

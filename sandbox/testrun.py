@@ -176,6 +176,7 @@ class Workbench:
         self.image, self.pytest_args, self.workdir, self.preload = image, pytest_args, workdir, preload
         self.guard = guard  # runs are untrusted and go as this user; the servers guard the container
         self.container = None
+        self.clean = False  # whether the tree is as RESTORE leaves it (then a request need not restore it first)
         self.server: ExecStream | None = None
         self.warm: ExecStream | None = None
         self._start()
@@ -249,11 +250,19 @@ class Workbench:
         (the changed .py files, when coverage says none of their changed lines runs at import time) goes
         to the preloaded server first. A server that stops answering is replaced with a fresh container
         and the answer says `lost`."""
+        if req.get("before") == RESTORE and self.clean:  # the last request restored the tree already
+            req = {k: v for k, v in req.items() if k != "before"}
+        self.clean = False
         if hot is not None and self.warm is not None and req.get("args") is not None:
             resp = self._ask(self.warm, {**req, "hot": hot}, timeout)
             if not resp.get("not_swappable"):
-                return resp
-        return self._ask(self.server, req, timeout)
+                return self._restored(req, resp)
+        return self._restored(req, self._ask(self.server, req, timeout))
+
+    def _restored(self, req: dict, resp: dict) -> dict:
+        self.clean = bool(resp.get("lost") or resp.get("tainted")  # (a fresh container)
+                          or (req.get("after") == RESTORE and not resp.get("setup_rc")))
+        return resp
 
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
