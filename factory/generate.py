@@ -123,8 +123,8 @@ class Scratch:
         does not apply."""
         undo = ["-R", "--src-prefix=a/", "--dst-prefix=b/"] if reverse else []
         try:
-            for p in patches:
-                subprocess.run(["git", "-C", str(self.dir), "apply", "-"], input=p, text=True, check=True,
+            for p in patches:  # bugs in neighbouring functions share context lines: one matching line will do
+                subprocess.run(["git", "-C", str(self.dir), "apply", "-C1", "-"], input=p, text=True, check=True,
                                capture_output=True)
             return subprocess.run(["git", "-C", str(self.dir), "diff", *undo], capture_output=True, text=True,
                                   check=True).stdout
@@ -157,14 +157,15 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
         rng.shuffle(items)
         used_funcs: set[str] = set()
         group: list[Candidate] = []
+        size = rng.choice((2, 3))  # drawn once per group (drawn at every step, a group could outgrow both)
         for c, _ in items:
             if c.function in used_funcs:
                 continue
             group.append(c)
             used_funcs.add(c.function)
-            if len(group) == rng.choice((2, 3)):
+            if len(group) == size:
                 groups.append(group)
-                group, used_funcs = [], set()
+                group, used_funcs, size = [], set(), rng.choice((2, 3))
     rng.shuffle(groups)
     scratch = Scratch(repo_dir)
     out = []

@@ -321,7 +321,7 @@ def test_history_reverts_and_combinations(base_image, tmp_path):
              "simplify sub and test it")
     env, _ = build_environment(str(repo), out=tmp_path / "runs", log=lambda m: None)
     assert env.history_dir
-    rep = generate(tmp_path / "runs" / "hist", max_candidates=12, workers=2, log=lambda m: None,
+    rep = generate(tmp_path / "runs" / "hist", max_candidates=16, workers=2, log=lambda m: None,
                    strategies=["history", "op_change", "remove_assign", "change_return", "combine"])
     rows = read_jsonl(tmp_path / "runs" / "hist" / "candidates.jsonl")
     hist = [c for c in rows if c["strategy"] == "history"]
