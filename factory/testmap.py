@@ -133,11 +133,6 @@ class TestMap:
                     self._tests_of(ctxs, out)
         return out
 
-    def decides(self, path: str, lines) -> bool:
-        """True when coverage alone can say which tests see a change of `lines`: every line ran inside
-        some test and none ran at import time."""
-        return self.tests_seeing(path, lines) is not None
-
     def covered_lines(self, path: str) -> set[int]:
         """Lines of `path` that some test executed (during a test, not at import)."""
         return set(self.files.get(path, {}))

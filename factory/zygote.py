@@ -153,16 +153,21 @@ def _guard_check(g, since_ns):
     return tainted
 
 
-def _pyc_state():
+def _files(root, skip=()):
+    """{path: lstat} of the files (not directories) under root."""
     out = {}
-    for d, _, files in os.walk(sys.pycache_prefix):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(d, name))
-            except OSError:
-                continue
-            out[os.path.join(d, name)] = (st.st_size, st.st_mtime_ns)
+    for path in _walk([root], set(skip)):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            out[path] = st
     return out
+
+
+def _pyc_state():
+    return {path: (st.st_size, st.st_mtime_ns) for path, st in _files(sys.pycache_prefix).items()}
 
 
 def _pyc_check():
@@ -179,14 +184,7 @@ def _settle(cwd):
     in the tree changed in the current second (or stamped in the future) could be changed again, to
     the same size, within its second and still match: wait for the clock to pass it (a second at most),
     or drop the cache when a stamp lies further ahead."""
-    newest = 0
-    for d, dirs, files in os.walk(cwd):
-        dirs[:] = [x for x in dirs if x != ".git"]
-        for name in files:
-            try:
-                newest = max(newest, os.lstat(os.path.join(d, name)).st_mtime)
-            except OSError:
-                pass
+    newest = max((st.st_mtime for st in _files(cwd, [os.path.join(cwd, ".git")]).values()), default=0)
     wait = int(newest) + 1.01 - time.time()
     if wait > 2:
         shutil.rmtree(sys.pycache_prefix, ignore_errors=True)

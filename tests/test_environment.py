@@ -97,8 +97,8 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     # h (line 11) runs once, in a module-scoped fixture: it belongs to every test using the fixture
     assert m.tests_touching("src/mini/__init__.py", {11}) == {"tests/test_shared.py::test_uses_ten",
                                                               "tests/test_shared.py::test_uses_ten_too"}
-    assert m.decides("src/mini/__init__.py", {2, 3})
-    assert not m.decides("src/mini/__init__.py", {1})  # a def line runs at import time
+    assert m.tests_seeing("src/mini/__init__.py", {2, 3}) is not None
+    assert m.tests_seeing("src/mini/__init__.py", {1}) is None  # a def line runs at import time
     # /testbed in the image is the snapshot commit, clean
     from bugforge.engine import client
     out_ = client().containers.run(rec.image, ["bash", "-c", "git rev-parse HEAD; git status --porcelain"],
