@@ -31,6 +31,43 @@ def changed_lines(old: str, new: str) -> set[int]:
     return out
 
 
+def new_text(old: str, diff: str, path: str) -> str | None:
+    """`path` as `diff` leaves it, given its content `old` before (a git diff made against exactly that
+    content); None when the diff does not edit `path` line by line or does not fit `old`."""
+    lines, out, at, hunks = old.splitlines(keepends=True), [], 0, 0
+    inside, left, right, added = False, 0, 0, False
+    for line in diff.splitlines(keepends=True):
+        if line.startswith("\\"):  # no newline at the end of the side the line before belongs to
+            if inside and added:
+                out[-1] = out[-1].rstrip("\r\n")
+        elif left > 0 or right > 0:  # inside a hunk: content, whatever it starts with
+            tag, text = line[:1], line[1:]
+            if inside and tag in (" ", "-"):
+                if at >= len(lines) or lines[at].rstrip("\r\n") != text.rstrip("\r\n"):
+                    return None
+                out += [lines[at]] if tag == " " else []
+                at += 1
+            elif inside and tag == "+":
+                out.append(text)
+            added = tag == "+"
+            left, right = left - (tag in " -"), right - (tag in " +")
+        elif line.startswith("diff --git "):
+            inside = False
+        elif line.startswith("+++ "):
+            inside = _side_name(line.rstrip("\n")) == path
+        elif line.startswith("@@"):
+            spans = line.split("@@")[1].split()
+            o, n = spans[0].lstrip("-").split(","), spans[1].lstrip("+").split(",")
+            left, right = int(o[1]) if len(o) > 1 else 1, int(n[1]) if len(n) > 1 else 1
+            if inside:
+                start = int(o[0]) - (left > 0)  # (a hunk that only adds names the line it follows)
+                if start < at:
+                    return None
+                out += lines[at:start]
+                at, hunks = start, hunks + 1
+    return "".join(out + lines[at:]) if hunks else None
+
+
 def patch_id(patch: str) -> str:
     return hashlib.sha256(patch.encode()).hexdigest()[:12]
 

@@ -9,12 +9,12 @@ Stored as gzip'd JSON: the contexts once, then per file and line the indices of 
 """
 from __future__ import annotations
 
-import ast
 import gzip
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
+
+from factory.source import literal_default_changes, statement_span
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
@@ -107,7 +107,8 @@ class TestMap:
         first = min((i for i, t in enumerate(self.order) if t in out), default=0)
         return out | set(self.order[first:])
 
-    def tests_seeing(self, path: str, lines, source: str | None = None) -> set[str] | None:
+    def tests_seeing(self, path: str, lines, source: str | None = None,
+                     new_source: str | None = None) -> set[str] | None:
         """Tests that can see a change of `lines` (old side) of `path`; None when coverage cannot decide.
         A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
         never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
@@ -115,21 +116,35 @@ class TestMap:
         body. A run that behaves differently because of a change first reaches a changed statement, and
         reaching a statement runs at least one of its lines, so no other test can. None for lines at
         module or class level, in a signature or decorator, or in a docstring (doctests and `__doc__`
-        read those), and when that statement ran at import time."""
+        read those), and when that statement ran at import time.
+        With `new_source` (the file after the change), a function signature whose only change is a
+        literal default value (`window=3` -> `window=4`) counts as a change of the function's body: a
+        default is read only when the function is called (see literal_default_changes)."""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
-        if not lines or any(n in imported for n in lines):
+        lines, spans = set(lines), []
+        if source is not None and new_source is not None and lines:
+            for change in literal_default_changes(source, new_source):
+                header = set(range(change.header[0], change.header[1] + 1))
+                if lines & header:
+                    lines -= header
+                    spans.append(change.body)
+        if (not lines and not spans) or any(n in imported for n in lines):
             return None
-        out: set[str] = set()
         for n in lines:
             if n in covered:
-                self._tests_of(covered[n], out)
+                spans.append((n, n))
                 continue
             span = statement_span(source, n) if source is not None else None
-            if span is None or any(span[0] <= m <= span[1] for m in imported):
+            if span is None:
+                return None
+            spans.append(span)
+        out: set[str] = set()
+        for first, last in spans:
+            if any(first <= m <= last for m in imported):
                 return None
             for m, ctxs in covered.items():
-                if span[0] <= m <= span[1]:
+                if first <= m <= last:
                     self._tests_of(ctxs, out)
         return out
 
@@ -158,56 +173,3 @@ class TestMap:
         return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
                    {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
                    d.get("seen"), d.get("order"))
-
-
-def statement_span(source: str, line: int) -> tuple[int, int] | None:
-    """(first, last) line of the innermost statement containing `line` inside a function body (the
-    body itself for a line between its statements); None at module or class level, in the signature or
-    decorators of a function defined at those levels, in a docstring, or when `source` does not parse."""
-    tree = _parse(source)
-    return None if tree is None else _span_in(tree.body, line, None)
-
-
-@lru_cache(maxsize=64)
-def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def _first_line(node) -> int:
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-
-
-def _span_in(body: list, line: int, around: tuple[int, int] | None) -> tuple[int, int] | None:
-    """`around`: the span of the enclosing statement when inside a function body, else None."""
-    for node in body:
-        if not _first_line(node) <= line <= node.end_lineno:
-            continue
-        span = (_first_line(node), node.end_lineno)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str) and first.lineno <= line <= first.end_lineno:
-                return None  # a docstring: doctests and __doc__ read it
-            if line <= _header_end(node):  # signature or decorators: they run when the def statement runs
-                return span if around is not None else None
-            if isinstance(node, ast.ClassDef):  # a class body runs when the class statement does
-                return _span_in(node.body, line, span if around is not None else None)
-            return _span_in(node.body, line, (first.lineno, node.end_lineno))
-        return _span_in(_child_statements(node), line, span if around is not None else None)
-    return around
-
-
-def _header_end(node) -> int:
-    """The last line of a def or class statement's header: its name, arguments, bases, annotations."""
-    parts = [n for n in ast.iter_child_nodes(node) if not isinstance(n, ast.stmt)]  # (arguments has no lines)
-    parts += [n for n in ast.walk(node.args)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-    return max([node.lineno] + [getattr(n, "end_lineno", None) or 0 for n in parts])
-
-
-def _child_statements(node) -> list:
-    """The statements (and except clauses) directly inside a compound statement."""
-    out = [c for name in ("body", "orelse", "finalbody", "handlers") for c in getattr(node, name, None) or []]
-    return out + [c for case in getattr(node, "cases", None) or [] for c in case.body]

@@ -2,7 +2,8 @@
 
 Default (`selected`): a warm container per worker (sandbox.testrun.Workbench) applies the patch, runs
 only the tests whose coverage touches the changed lines (for a line no test ran, such as an `else:` or
-a branch never taken: the tests that ran its statement), and restores the tree. Where coverage cannot
+a branch never taken: the tests that ran its statement; for a signature that only changes a literal
+default: the tests that ran the function's body), and restores the tree. Where coverage cannot
 decide (a changed line runs at import time, or sits at module or class level, in a signature, a
 decorator or a docstring), the whole suite runs in the same warm container (`suite`). Where it
 decides, the run goes to a second test server that has collected the suite once: it swaps the changed
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 from bugforge.records import Candidate, EnvRecord, TestRun, Validation
+from factory.patches import new_text
 from factory.testmap import TestMap
 from sandbox.grading import labels
 from sandbox.testrun import Workbench, run_tests
@@ -23,17 +25,21 @@ MODES = ("selected", "full")
 
 
 def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str],
-                  whole: dict[str, str] | None = None, root: Path | None = None) -> list[str] | None:
+                  whole: dict[str, str] | None = None, root: Path | None = None,
+                  diff: str | None = None) -> list[str] | None:
     """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
     ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all.
-    `root`: the baseline checkout, whose sources decide changed lines that never ran (TestMap.tests_seeing)."""
+    `root`: the baseline checkout, whose sources decide changed lines that never ran; `diff`: the change
+    against that checkout, which decides a signature whose literal defaults changed (TestMap.tests_seeing)."""
     chosen: set[str] = set()
     whole = dict(whole or {})
     for path, lines in changed.items():
         if not path.endswith(".py"):
             whole[path] = "other"
             continue
-        seeing = testmap.tests_seeing(path, lines, _source(root, path))
+        old = _source(root, path)
+        new = new_text(old, diff, path) if old is not None and diff else None
+        seeing = testmap.tests_seeing(path, lines, old, new)
         if seeing is None:
             return None
         chosen |= seeing
@@ -113,7 +119,7 @@ class Validator:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
         else:
-            sel = selection_for(cand.changed, self.testmap, self.passing, root=Path(self.env.repo_dir))
+            sel = selection_for(cand.changed, self.testmap, self.passing, root=Path(self.env.repo_dir), diff=cand.patch)
             if sel == []:
                 return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
             hot = sorted(cand.changed) if sel is not None else None  # coverage decided: no import-time lines

@@ -21,7 +21,10 @@ compiles each changed file and its source as imported, and accepts the change on
 function bodies compiles to the same code (same module and class level, decorators, defaults) and no
 function changes its free variables; the child then swaps the changed functions' code objects into the
 live functions (found through the garbage collector, so decorated and registered copies change too)
-before pytest runs. That is what importing the changed file would give, provided no changed line ran
+before pytest runs. One change outside function bodies is accepted too: a literal default value of an
+undecorated function or a static or class method (bugforge_source.literal_default_changes, from
+factory/source.py); the child sets it in the live function's __defaults__ or __kwdefaults__, after
+checking that the live value is the old literal (else nothing runs and the answer is `not_swappable`). That is what importing the changed file would give, provided no changed line ran
 at import or collection time, which the caller checks with the coverage map. Otherwise the answer is
 `not_swappable` (nothing ran; the tree stays as set up) and the caller asks a plain server.
 
@@ -53,12 +56,18 @@ import types
 import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 import _pytest.config  # noqa: F401
 
+try:
+    from bugforge_source import literal_default_changes  # factory/source.py, copied beside this file
+except ImportError:  # imported from the factory package (the host's tests)
+    from factory.source import literal_default_changes
+
 if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
     sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
 PYC = []  # [the bytecode cache as runs must find it: {path: (size, mtime)}], once a run has looked
 GUARDS = {}  # user -> what the guarded places held when the user was first seen
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
+NOT_SWAPPABLE = 98  # a child's exit status: the live functions were not as the preloaded source made them
 
 
 def _tail(path, n=3000):
@@ -249,25 +258,28 @@ def _same_values(xs, ys):
     return len(xs) == len(ys) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(xs, ys))
 
 
-def _pair(a, b, pairs):
+def _pair(a, b, pairs, defaults_differ=False):
     """Walk two compilations of a file. Module and class bodies must compile the same; a function may
     change (then it and every function nested in it are paired, so closures made at import change too).
-    False when the change is not of that kind."""
+    False when the change is not of that kind. With `defaults_differ` the caller has checked the syntax
+    trees: outside function bodies only literal defaults differ, which can renumber a body's constants,
+    so module and class bodies need only hold the same code objects in the same order."""
     va, ca = _consts(a)
     vb, cb = _consts(b)
     func = a.co_flags & CO_OPTIMIZED and b.co_flags & CO_OPTIMIZED
-    if not func and (_shape(a) != _shape(b) or not _same_values(va, vb)):
+    if not func and (a.co_name != b.co_name if defaults_differ else _shape(a) != _shape(b) or not _same_values(va, vb)):
         return False
     if func:
         if a.co_name != b.co_name or a.co_freevars != b.co_freevars:
             return False
         if a != b:  # code objects compare line numbers too: a function that only moved is swapped as well
             pairs.append((a, b))
-    return len(ca) == len(cb) and all(_pair(x, y, pairs) for x, y in zip(ca, cb))
+    return len(ca) == len(cb) and all(_pair(x, y, pairs, defaults_differ) for x, y in zip(ca, cb))
 
 
 def _plan_swap(paths, cwd):
-    """{(file, name, first line, bytecode) of a live function's code: its new code}, or None."""
+    """{(file, name, first line, bytecode) of a live function's code: its new code, ("defaults", file,
+    name, first line): its DefaultChange}, or None."""
     plan = {}
     for rel in paths:
         real = os.path.realpath(os.path.join(cwd, rel))
@@ -286,7 +298,16 @@ def _plan_swap(paths, cwd):
             return None
         pairs = []
         if not _pair(old, new, pairs):
-            return None
+            # a signature whose literal default changed: the module compiles the same but for that value
+            try:
+                changes = literal_default_changes(old_src, new_src.decode("utf-8"))
+            except Exception:  # (a source too deep to walk, or not UTF-8)
+                return None
+            pairs = []
+            if not changes or not _pair(old, new, pairs, defaults_differ=True):
+                return None
+            for ch in changes:
+                plan[("defaults", fname, ch.name, ch.first_line)] = ch
         for o, n in pairs:
             key = (fname, o.co_name, o.co_firstlineno, o.co_code)
             if plan.get(key, n) is not n:
@@ -296,14 +317,36 @@ def _plan_swap(paths, cwd):
 
 
 def _swap(plan):
+    """Swap the planned code and defaults into the live functions; False when a function's defaults are
+    not the ones its source gave it (something set them at import: importing the new source would not
+    just change the literal)."""
     gc.unfreeze()  # frozen objects are invisible to gc.get_objects
     for obj in gc.get_objects():
         if type(obj) is types.FunctionType:
             c = obj.__code__
+            change = plan.get(("defaults", c.co_filename, c.co_name, c.co_firstlineno))
+            if change is not None and not _set_defaults(obj, change):
+                return False
             new = plan.get((c.co_filename, c.co_name, c.co_firstlineno, c.co_code))
             if new is not None:
                 obj.__code__ = new
     gc.freeze()
+    return True
+
+
+def _set_defaults(fn, change):
+    defaults, kwdefaults = list(fn.__defaults__ or ()), dict(fn.__kwdefaults__ or {})
+    for i, (old, new) in change.defaults.items():
+        if i >= len(defaults) or not _same_values([defaults[i]], [old]):
+            return False
+        defaults[i] = new
+    for name, (old, new) in change.kwdefaults.items():
+        if name not in kwdefaults or not _same_values([kwdefaults[name]], [old]):
+            return False
+        kwdefaults[name] = new
+    fn.__defaults__ = tuple(defaults) if defaults else None
+    fn.__kwdefaults__ = kwdefaults or None
+    return True
 
 
 def _run_child(req, cwd, log, guard, plan=None):
@@ -325,8 +368,8 @@ def _run_child(req, cwd, log, guard, plan=None):
             os.environ.update(req.get("env", {}))
             sys.dont_write_bytecode = True
             sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
-            if plan:
-                _swap(plan)
+            if plan and not _swap(plan):
+                os._exit(NOT_SWAPPABLE)
             code = pytest.main(req["args"])
             sys.stdout.flush()
             sys.stderr.flush()
@@ -399,6 +442,8 @@ def serve_one(req):
         _write_fresh(marker, "")
         since = os.lstat(marker).st_ctime_ns
         code, timed_out = _run_child(req, cwd, log, guard, plan)
+        if code == NOT_SWAPPABLE and any(key[0] == "defaults" for key in plan or ()):
+            return dict(out, not_swappable=True)  # (the child stopped before pytest: nothing ran)
         if guard:
             _kill_user(guard["uid"])
         if sys.pycache_prefix:

@@ -62,7 +62,7 @@ class EnvGrader:
                 d = "/".join(parts[:i])  # (the environment's checkout is the baseline tree)
                 if kind == "deleted" or not (Path(self.env.repo_dir) / d).is_dir():
                     whole.setdefault(d, "other")
-        sel = selection_for(changed, self.testmap, set(tests), whole, Path(self.env.repo_dir))
+        sel = selection_for(changed, self.testmap, set(tests), whole, Path(self.env.repo_dir), diff)
         return (tests, None) if sel is None else (sel, sorted(changed))
 
     def fixed_blobs(self, instance: dict) -> set[str]:

@@ -21,7 +21,7 @@ from sandbox.stream import ExecStream, StreamClosed
 
 PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
 ZYGOTE = PROBE.parent / "zygote.py"
-TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE,
+TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE, "bugforge_source.py": PROBE.parent / "source.py",
          "bugforge_files.py": Path(__file__).resolve().parent / "files.py"}
 OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
@@ -32,7 +32,8 @@ PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, o
 
 
 def tools_archive() -> bytes:
-    """A tar of /opt/bugforge: the probe plugin, the test server and the file helper, for any container."""
+    """A tar of /opt/bugforge: the probe plugin, the test server (with the syntax-tree helpers it shares
+    with the test map) and the file helper, for any container."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         d = tarfile.TarInfo(PROBE_DIR.rsplit("/", 1)[1])

@@ -17,8 +17,9 @@ from bugforge.records import Candidate, read_jsonl
 from factory import build_environment
 from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
-from factory.patches import changed_lines, file_diff, patch_id
+from factory.patches import changed_lines, file_diff, new_text, patch_id
 from factory.statement import leaks, write
+from factory.source import literal_default_changes
 from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
@@ -206,6 +207,62 @@ def test_statement_span_of_lines_no_test_ran():
     assert [span[n] for n in (15, 16, 17, 18)] == [None] * 4  # class level and a method's signature
     assert span[19] == (19, 19)
     assert statement_span("def f(:\n", 1) is None
+
+
+def test_literal_default_changes_count_as_body_changes():
+    """A signature whose only change is a literal default is a change of the function's body (a call
+    reads the default); any other change outside function bodies, a decorated function, or a default
+    that is not a literal is not."""
+    src = textwrap.dedent('''\
+        import os
+
+
+        def f(x, w=3, *, k="a"):
+            return x * w
+
+
+        class C:
+            @staticmethod
+            def s(z=(1, 2)):
+                return z
+
+            @property
+            def p(self, q=1):
+                return q
+
+
+        def g(x, sep=os.sep, n=None):
+            return x
+        ''')
+    new = (src.replace("w=3", "w=4").replace('k="a"', 'k="b"').replace("(1, 2)", "(1, -2)")
+           .replace("q=1", "q=2").replace("n=None", "n=False"))
+    changes = {c.name: c for c in literal_default_changes(src, new)}
+    assert sorted(changes) == ["f", "g", "s"]  # not the property: a decorator could have read the defaults
+    assert changes["f"].defaults == {0: (3, 4)} and changes["f"].kwdefaults == {"k": ("a", "b")}
+    assert changes["f"].header == (4, 4) and changes["f"].body == (5, 5) and changes["f"].first_line == 4
+    assert changes["s"].first_line == 9 and changes["s"].defaults == {0: ((1, 2), (1, -2))}
+    assert changes["g"].defaults == {1: (None, False)}  # by position in __defaults__, past a non-literal
+    assert literal_default_changes(src, new.replace("import os", "import sys")) == []  # module level changed too
+    assert literal_default_changes(src, src.replace("w=3", "w=[]")) == []  # not a literal
+    assert literal_default_changes(src, src.replace("w=3", "w=3.0"))[0].defaults == {0: (3, 3.0)}
+    assert literal_default_changes(src, src) == []
+    # the test map: such a signature line selects the tests that ran the body, or None if it ran at import
+    tm = TestMap(["t_f", "t_g"], {"m.py": {5: [0], 20: [1]}}, {"m.py": {1, 4, 8, 9, 10, 13, 14, 19}})
+    assert tm.tests_seeing("m.py", {4}, src) is None  # without the new source: a signature decides nothing
+    assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4")) == {"t_f"}
+    assert tm.tests_seeing("m.py", {4, 20}, src, src.replace("w=3", "w=4")) == {"t_f", "t_g"}
+    assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4").replace("import os", "import sys")) is None
+    tm.import_lines["m.py"].add(5)  # f runs at import time: its default is read then
+    assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4")) is None
+
+
+def test_new_text_applies_a_diff_to_its_file():
+    old = "a\nb\nc\nd\n"
+    for new in ("a\nB\nc\nd\n", "a\nb\nc\nd\ne", "x\na\nb\nd\n", ""):
+        for context in (0, 1, 3):
+            assert new_text(old, file_diff("m.py", old, new, context), "m.py") == new
+    d = file_diff("m.py", old, "a\nB\nc\nd\n")
+    assert new_text(old, d, "other.py") is None and new_text("a\nX\nc\nd\n", d, "m.py") is None
 
 
 def test_labels_are_exact_in_both_modes(calc_env):
@@ -420,16 +477,36 @@ DECO = {
                 return "child:" + super().name()
 
 
-        def make_adder(n):
+        def make_adder(n, extra=0):
             def add(x):
-                return x + n
+                return x + n + extra
             return add
 
 
         ADD2 = make_adder(2)
+
+
+        def scale(x, factor=10, *, offset=0):
+            return x * factor + offset
+
+
+        class Greeter:
+            def greet(self, name, punct="!"):
+                return "hi " + name + punct
+
+            @staticmethod
+            def shout(s, times=2):
+                return s.upper() * times
+
+
+        def late(x, k=1):
+            return x + k
+
+
+        late.__defaults__ = (5,)  # set at import: a changed literal would not change it
         ''',
     "tests/test_core.py": '''
-        from deco.core import ADD2, REGISTRY, Child, double
+        from deco.core import ADD2, REGISTRY, Child, Greeter, double, late, scale
 
 
         def test_double():
@@ -446,6 +523,22 @@ DECO = {
 
         def test_add2():
             assert ADD2(1) == 3
+
+
+        def test_scale():
+            assert scale(2) == 20 and scale(2, offset=1) == 21
+
+
+        def test_greet():
+            assert Greeter().greet("a") == "hi a!"
+
+
+        def test_shout():
+            assert Greeter.shout("a") == "AA"
+
+
+        def test_late():
+            assert late(0) == 5
         ''',
 }
 
@@ -464,13 +557,18 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
         (edit(repo, "deco/core.py", 'return "child:" + super().name()', 'return "kid:" + super().name()'),
          [t + "test_child"]),
         (edit(repo, "deco/core.py", "return x + n", "return x - n"), [t + "test_add2"]),
+        # a literal default: the live function's __defaults__ change with it
+        (edit(repo, "deco/core.py", "factor=10", "factor=11"), [t + "test_scale"]),
+        (edit(repo, "deco/core.py", "offset=0", "offset=1"), [t + "test_scale"]),
+        (edit(repo, "deco/core.py", 'punct="!"', 'punct="?"'), [t + "test_greet"]),
+        (edit(repo, "deco/core.py", "times=2", "times=3"), [t + "test_shout"]),
     ]
     hot = Workbench(env.image, env.recipe.pytest_args, preload=True)
     full = Validator(env, tm, "full")
     try:
         assert hot.warm is not None
         for cand, f2p in cases:
-            sel = selection_for(cand.changed, tm, set(env.passing))
+            sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
             assert sel is not None, cand.patch  # coverage decides: no changed line runs at import time
             assert hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
                                 "setup": f"git apply {OUT}/patch.diff"}, 60)["setup_rc"] == 0
@@ -487,6 +585,21 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
         assert resp.get("not_swappable") and "exit" not in resp
         run, _ = hot.run(cand.patch, None, 60, hot=["deco/core.py"])  # falls back to the plain server
         assert sorted(k for k, v in run.outcomes.items() if v != "passed") == [t + "test_add2"]
+        # a default of a function that runs at import time decides nothing
+        cand = edit(repo, "deco/core.py", "extra=0", "extra=1")
+        assert selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch) is None
+        # a default that something set at import: the child finds the live value is not the literal,
+        # nothing runs, and the plain server (a real import) runs the selected test
+        cand = edit(repo, "deco/core.py", "k=1", "k=2")
+        sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
+        assert sel == [t + "test_late"]
+        hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
+                     "setup": f"git apply {OUT}/patch.diff"}, 60)
+        resp = hot._ask(hot.warm, {**hot.pytest_request(sel, 60), "hot": ["deco/core.py"]}, 60)
+        assert resp.get("not_swappable") and "exit" not in resp
+        resp = hot.request({**hot.pytest_request(sel, 60), "after": RESTORE}, 60, ["deco/core.py"])
+        assert Workbench.test_run(resp, 0).outcomes == {t + "test_late": "passed"}
+        assert full.validate(cand).status == "no_failures"
     finally:
         hot.close()
         full.close()

@@ -1,0 +1,133 @@
+"""What a change to a Python source can touch, read from its syntax tree: the statement around a line,
+and signatures whose only change is a literal default value. Used by the test map on the host and by the
+test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
+Python 3.9 syntax."""
+import ast
+import copy
+from collections import namedtuple
+from functools import lru_cache
+
+BLANK = "<bugforge: a literal default>"
+PLAIN_DECORATORS = {"staticmethod", "classmethod"}  # decorators that leave a function's defaults alone
+
+DefaultChange = namedtuple("DefaultChange", "name first_line header body defaults kwdefaults")
+DefaultChange.__doc__ = """A function whose signature changes only in literal default values. first_line:
+its code's first line (the first decorator's, if any); header, body: (first, last) line of its signature
+and of its body, in the old source; defaults: {index into __defaults__: (old, new)}; kwdefaults: {name:
+(old, new)}."""
+
+
+def statement_span(source, line):
+    """(first, last) line of the innermost statement containing `line` inside a function body (the
+    body itself for a line between its statements); None at module or class level, in the signature or
+    decorators of a function defined at those levels, in a docstring, or when `source` does not parse."""
+    tree = _parse(source)
+    return None if tree is None else _span_in(tree.body, line, None)
+
+
+def literal_default_changes(source, new_source):
+    """[DefaultChange] for each function at module or class level whose signature the change alters only
+    in literal default values (numbers, strings, bytes, booleans, None, tuples of these), when nothing
+    else outside function bodies changes. Such a function, undecorated (or a static or class method),
+    holds its defaults in a tuple that only a call reads: a test sees the new value only by running the
+    body (or by introspection, as with any change to a function's code). Empty when a source does not
+    parse, or anything else outside function bodies changes."""
+    old, new = _parse(source), _parse(new_source)
+    if old is None or new is None or _blanked(old) != _blanked(new):
+        return []
+    out = []
+    for fo, fn in zip(_functions(old.body), _functions(new.body)):
+        if not all(isinstance(d, ast.Name) and d.id in PLAIN_DECORATORS for d in fo.decorator_list):
+            continue
+        defaults = _changed(fo.args.defaults, fn.args.defaults, range(len(fo.args.defaults)))
+        kwdefaults = _changed(fo.args.kw_defaults, fn.args.kw_defaults, [a.arg for a in fo.args.kwonlyargs])
+        if defaults or kwdefaults:
+            out.append(DefaultChange(fo.name, _first_line(fo), (fo.lineno, _header_end(fo)),
+                                     (fo.body[0].lineno, fo.end_lineno), defaults, kwdefaults))
+    return out
+
+
+def _changed(old, new, keys):
+    """{key: (old value, new value)} for the literal defaults that differ (by type too: True is not 1)."""
+    out = {}
+    for key, a, b in zip(keys, old, new):
+        if a is not None and _literal(a):
+            va, vb = ast.literal_eval(a), ast.literal_eval(b)
+            if (type(va), repr(va)) != (type(vb), repr(vb)):
+                out[key] = (va, vb)
+    return out
+
+
+def _literal(node):
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float, complex, str, bytes, bool, type(None)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
+    return isinstance(node, ast.Tuple) and all(_literal(e) for e in node.elts)
+
+
+def _functions(body):
+    """Functions defined at module or class level (not inside a function), in source order."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        else:
+            yield from _functions(_child_statements(node))
+
+
+def _blanked(tree):
+    """The tree without function bodies and with literal defaults blanked: what a change confined to
+    those leaves as it was."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = []
+            a = node.args
+            a.defaults = [ast.Constant(BLANK) if _literal(d) else d for d in a.defaults]
+            a.kw_defaults = [ast.Constant(BLANK) if d is not None and _literal(d) else d for d in a.kw_defaults]
+    return ast.dump(tree)
+
+
+@lru_cache(maxsize=64)
+def _parse(source):
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _first_line(node):
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
+def _span_in(body, line, around):
+    """`around`: the span of the enclosing statement when inside a function body, else None."""
+    for node in body:
+        if not _first_line(node) <= line <= node.end_lineno:
+            continue
+        span = (_first_line(node), node.end_lineno)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str) and first.lineno <= line <= first.end_lineno:
+                return None  # a docstring: doctests and __doc__ read it
+            if line <= _header_end(node):  # signature or decorators: they run when the def statement runs
+                return span if around is not None else None
+            if isinstance(node, ast.ClassDef):  # a class body runs when the class statement does
+                return _span_in(node.body, line, span if around is not None else None)
+            return _span_in(node.body, line, (first.lineno, node.end_lineno))
+        return _span_in(_child_statements(node), line, span if around is not None else None)
+    return around
+
+
+def _header_end(node):
+    """The last line of a def or class statement's header: its name, arguments, bases, annotations."""
+    parts = [n for n in ast.iter_child_nodes(node) if not isinstance(n, ast.stmt)]  # (arguments has no lines)
+    parts += [n for n in ast.walk(node.args)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    return max([node.lineno] + [getattr(n, "end_lineno", None) or 0 for n in parts])
+
+
+def _child_statements(node):
+    """The statements (and except clauses) directly inside a compound statement."""
+    out = [c for name in ("body", "orelse", "finalbody", "handlers") for c in getattr(node, name, None) or []]
+    return out + [c for case in getattr(node, "cases", None) or [] for c in case.body]
