@@ -66,6 +66,7 @@ if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard 
 PYC = []  # [the bytecode cache as runs must find it: {path: (size, mtime)}], once a run has looked
 GUARDS = {}  # user -> what the guarded places held when the user was first seen
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
+FUNCTIONS = {}  # (file name, name, first line) of a code object of those modules -> the live functions running it
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
 NOT_SWAPPABLE = 98  # a child's exit status: the live functions were not as the preloaded source made them
 
@@ -226,13 +227,22 @@ def _preload(req, cwd):
         os.environ.clear()
         os.environ.update(old_env)
         sys.path[:] = old_path
-    _freeze()
     root = os.path.realpath(cwd) + os.sep
     for m in list(sys.modules.values()):
         f = getattr(m, "__file__", None) or ""
         if f.endswith(".py") and os.path.realpath(f).startswith(root):
             with open(f, encoding="utf-8") as fh:
                 PRELOADED[os.path.realpath(f)] = (f, fh.read())
+    # every live function of those modules (decorated, registered and closure copies too), found once
+    # here: a child swaps code without walking the whole heap (which also copies every page of it)
+    files = {f for f, _ in PRELOADED.values()}
+    gc.unfreeze()
+    gc.collect()
+    for obj in gc.get_objects():
+        if type(obj) is types.FunctionType and obj.__code__.co_filename in files:
+            c = obj.__code__
+            FUNCTIONS.setdefault((c.co_filename, c.co_name, c.co_firstlineno), []).append(obj)
+    gc.freeze()
     return {"preloaded": len(PRELOADED), "exit": code, "log": _tail(req["log"])}
 
 
@@ -320,17 +330,13 @@ def _swap(plan):
     """Swap the planned code and defaults into the live functions; False when a function's defaults are
     not the ones its source gave it (something set them at import: importing the new source would not
     just change the literal)."""
-    gc.unfreeze()  # frozen objects are invisible to gc.get_objects
-    for obj in gc.get_objects():
-        if type(obj) is types.FunctionType:
-            c = obj.__code__
-            change = plan.get(("defaults", c.co_filename, c.co_name, c.co_firstlineno))
-            if change is not None and not _set_defaults(obj, change):
-                return False
-            new = plan.get((c.co_filename, c.co_name, c.co_firstlineno, c.co_code))
-            if new is not None:
-                obj.__code__ = new
-    gc.freeze()
+    for key, change in plan.items():
+        if key[0] == "defaults" and not all(_set_defaults(fn, change) for fn in FUNCTIONS.get(key[1:], ())):
+            return False
+    for key, new in plan.items():
+        for fn in FUNCTIONS.get(key[:3], ()) if key[0] != "defaults" else ():
+            if fn.__code__.co_code == key[3]:
+                fn.__code__ = new
     return True
 
 
