@@ -50,6 +50,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -65,6 +66,7 @@ if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard 
     sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
 PYC = []  # [the bytecode cache as runs must find it: {path: (size, mtime)}], once a run has looked
 GUARDS = {}  # user -> what the guarded places held when the user was first seen
+HELD = {}  # the preloaded server: {"session": its pytest session, collected; "args": that run's arguments}
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
 FUNCTIONS = {}  # (file name, name, first line) of a code object of those modules -> the live functions running it
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
@@ -203,20 +205,13 @@ def _settle(cwd):
 
 
 def _preload(req, cwd):
-    """Collect the suite in this process, so children fork with the project imported."""
+    """Collect the suite in this process, so children fork with the project imported; then, where
+    pytest would run the tests, hold the session and serve the next requests from there (_Hold)."""
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     saved = os.dup(1), os.dup(2)
     old_env, old_path = dict(os.environ), list(sys.path)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    try:
-        os.environ.update(req.get("env", {}))
-        # with a bytecode cache outside the tree (BUGFORGE_PYCACHE, root's), this one collection
-        # leaves compiled modules and assertion-rewritten test modules for every later run to read
-        sys.dont_write_bytecode = not sys.pycache_prefix
-        sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
-        code = int(pytest.main(list(req["preload"]) + ["--collect-only"]))
-    finally:
+
+    def restore():  # this server's own output, environment and imports, as they were
         sys.dont_write_bytecode = True
         if sys.pycache_prefix:
             _settle(cwd)
@@ -227,14 +222,42 @@ def _preload(req, cwd):
         os.environ.clear()
         os.environ.update(old_env)
         sys.path[:] = old_path
+        _index(cwd)
+
+    def hold(session):
+        restore()
+        HELD.update(session=session, args=list(req["preload"]))
+        _answer({"preloaded": len(PRELOADED), "held": True, "exit": 0, "log": _tail(req["log"])})
+        serve(sys.stdin)  # the next requests, from inside this pytest run
+        os._exit(0)
+
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    try:
+        os.environ.update(req.get("env", {}))
+        # with a bytecode cache outside the tree (BUGFORGE_PYCACHE, root's), this one collection
+        # leaves compiled modules and assertion-rewritten test modules for every later run to read
+        sys.dont_write_bytecode = not sys.pycache_prefix
+        sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
+        code = int(pytest.main(list(req["preload"]), plugins=[_Hold(hold)]))
+    finally:
+        if not HELD:
+            restore()
+    # pytest stopped before it would run tests (an error in the arguments or the configuration): children
+    # run pytest themselves, on the project this collection imported
+    return {"preloaded": len(PRELOADED), "exit": code, "log": _tail(req["log"])}
+
+
+def _index(cwd):
+    """The project's modules as imported, and every live function of them (decorated, registered and
+    closure copies too), found once: a child swaps code without walking the whole heap (which also
+    copies every page of it)."""
     root = os.path.realpath(cwd) + os.sep
     for m in list(sys.modules.values()):
         f = getattr(m, "__file__", None) or ""
         if f.endswith(".py") and os.path.realpath(f).startswith(root):
             with open(f, encoding="utf-8") as fh:
                 PRELOADED[os.path.realpath(f)] = (f, fh.read())
-    # every live function of those modules (decorated, registered and closure copies too), found once
-    # here: a child swaps code without walking the whole heap (which also copies every page of it)
     files = {f for f, _ in PRELOADED.values()}
     gc.unfreeze()
     gc.collect()
@@ -243,7 +266,51 @@ def _preload(req, cwd):
             c = obj.__code__
             FUNCTIONS.setdefault((c.co_filename, c.co_name, c.co_firstlineno), []).append(obj)
     gc.freeze()
-    return {"preloaded": len(PRELOADED), "exit": code, "log": _tail(req["log"])}
+
+
+class _Hold:
+    """The preloaded server's pytest plugin. Where the preload's pytest run would start running tests,
+    the server holds the session, collected, and serves requests from there: a child then runs its
+    tests on the session's items (_run_held), with no configuration or collection of its own."""
+
+    def __init__(self, hold):
+        self.hold = hold
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if HELD:
+            return None  # a child running its tests: pytest's own loop does that
+        capman = session.config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            capman.suspend_global_capture(in_=True)
+        self.hold(session)
+
+
+def _run_held(req, log_fd):
+    """In a child: run the tests the request selects on the held session's items, as the rest of a pytest
+    run would (pytest's run loop, then the session's finish), and return pytest's exit status."""
+    probe = sys.modules["bugforge_probe"]  # loaded by the preload (-p bugforge_probe)
+    session = HELD["session"]
+    config = session.config
+    if probe._limit > 0:  # (started at the session's start, which was the preload's)
+        threading.Thread(target=probe._watchdog, name="bugforge-watchdog", daemon=True).start()
+    items = list(session.items)
+    probe.pytest_collection_modifyitems(session, config, items)  # BUGFORGE_SELECT: exactly those
+    session.items, session.testscollected, session.testsfailed = items, len(items), 0
+    capman = config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    for cap in (getattr(capturing, "out", None), getattr(capturing, "err", None)):
+        if isinstance(getattr(cap, "targetfd_save", None), int):
+            os.dup2(log_fd, cap.targetfd_save)  # what capturing restores between tests: this run's log
+    status = 0
+    try:
+        config.hook.pytest_runtestloop(session=session)
+        status = 1 if session.testsfailed else 0 if items else 5
+    except BaseException:  # an interrupt (-x, a test raising KeyboardInterrupt or pytest.exit)
+        status = 2
+    config.hook.pytest_sessionfinish(session=session, exitstatus=status)
+    config._ensure_unconfigure()
+    return status
 
 
 def _freeze():
@@ -376,7 +443,13 @@ def _run_child(req, cwd, log, guard, plan=None):
             sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
             if plan and not _swap(plan):
                 os._exit(NOT_SWAPPABLE)
-            code = pytest.main(req["args"])
+            probe = sys.modules.get("bugforge_probe")
+            if probe is not None:  # loaded by the preload, without a report: this run's report and limit
+                path = os.environ.get("BUGFORGE_REPORT")
+                probe._out = open(path, "a", buffering=1) if path else None
+                probe._limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
+            held = HELD and req["args"][:len(HELD["args"])] == HELD["args"]
+            code = _run_held(req, fd) if held else pytest.main(req["args"])
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(int(code))
@@ -465,20 +538,28 @@ def serve_one(req):
     return out
 
 
-def main():
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _freeze()
-    sys.stdout.write(json.dumps({"ready": True}) + "\n")
+def _answer(resp):
+    sys.stdout.write(json.dumps(resp) + "\n")
     sys.stdout.flush()
-    for line in sys.stdin:
+
+
+def serve(stream):
+    for line in stream:
         if not line.strip():
             continue
         try:
             resp = serve_one(json.loads(line))
         except Exception as e:  # answer, never die
             resp = {"error": "%s: %s" % (type(e).__name__, e)}
-        sys.stdout.write(json.dumps(resp) + "\n")
-        sys.stdout.flush()
+        if resp is not None:
+            _answer(resp)
+
+
+def main():
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _freeze()
+    _answer({"ready": True})
+    serve(sys.stdin)
 
 
 if __name__ == "__main__":

@@ -220,8 +220,8 @@ class Workbench:
         self.server, *warm = self._servers(2 if self.preload else 1)
         if self.preload:
             self.warm = warm[0]
-            # the probe stays out: it opens its report when imported, so each run's child imports it
-            req = {"preload": ["-q", "--color=no", *self.pytest_args], "env": {"BUGFORGE_ROOT": self.workdir},
+            # the runs' own arguments: the server holds this collection and runs their tests on it
+            req = {"preload": self.run_args(), "env": {"BUGFORGE_ROOT": self.workdir},
                    "cwd": self.workdir, "log": f"{OUT}/preload.log"}
             try:
                 resp = self._ask(self.warm, req, 600)
@@ -265,10 +265,14 @@ class Workbench:
                           or (req.get("after") == RESTORE and not resp.get("setup_rc")))
         return resp
 
+    def run_args(self) -> list[str]:
+        """pytest's arguments for every run, before the test files a selection names."""
+        return ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
+
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
-        args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
+        args = self.run_args()
         env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
         if test_limit:
             env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
