@@ -167,8 +167,9 @@ class Workbench:
     """A warm container for one image: apply a patch, run some tests, restore the tree; repeat.
     One container start serves many runs, and a test server inside it (factory/zygote.py) that has
     imported pytest once forks a child per run, so a run costs no interpreter start either. With
-    `preload`, a second server collects the suite once and serves runs whose change is confined to
-    function bodies by swapping code objects, so such a run costs no import or collection either. A run
+    `preload`, a second server collects the suite once, holds that session, and serves runs whose change
+    is confined to function bodies (and literal defaults) by swapping code objects and running the
+    selected items of its own collection, so such a run costs no import, configuration or collection. A run
     that times out is killed with its whole process group; a server that stops answering, or an
     untrusted run that leaves the container changed, gets a fresh container."""
 
@@ -180,6 +181,7 @@ class Workbench:
         self.clean = False  # whether the tree is as RESTORE leaves it (then a request need not restore it first)
         self.server: ExecStream | None = None
         self.warm: ExecStream | None = None
+        self.held = False
         self._start()
 
     def _servers(self, n: int) -> list[ExecStream]:
@@ -227,6 +229,7 @@ class Workbench:
                 resp = self._ask(self.warm, req, 600)
             except RuntimeError as e:  # collecting in-process failed outright
                 resp = {"error": str(e)}
+            self.held = bool(resp.get("held"))  # runs go on the preload's collection, not one of their own
             if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
                 self.warm.close()
                 self.warm = None

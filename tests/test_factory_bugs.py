@@ -566,7 +566,7 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
     hot = Workbench(env.image, env.recipe.pytest_args, preload=True)
     full = Validator(env, tm, "full")
     try:
-        assert hot.warm is not None
+        assert hot.warm is not None and hot.held  # children run on the preload's own collection
         for cand, f2p in cases:
             sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
             assert sel is not None, cand.patch  # coverage decides: no changed line runs at import time
