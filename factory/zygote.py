@@ -24,9 +24,16 @@ live functions (found through the garbage collector, so decorated and registered
 before pytest runs. One change outside function bodies is accepted too: a literal default value of an
 undecorated function or a static or class method (bugforge_source.literal_default_changes, from
 factory/source.py); the child sets it in the live function's __defaults__ or __kwdefaults__, after
-checking that the live value is the old literal (else nothing runs and the answer is `not_swappable`). That is what importing the changed file would give, provided no changed line ran
+checking that the live value is the old literal (else nothing runs and the answer is `not_swappable`).
+That is what importing the changed file would give, provided no changed line ran
 at import or collection time, which the caller checks with the coverage map. Otherwise the answer is
 `not_swappable` (nothing ran; the tree stays as set up) and the caller asks a plain server.
+
+The preloaded server also holds its pytest session: where the preload's pytest run would start running
+tests, the server answers and serves every later request from there (_Hold), and a child runs the
+selected items of that one collection with pytest's own run loop and the session's finish (_run_held):
+no configuration, no plugin registration, no collection per run. A run whose arguments are not the
+preload's (before its test files) runs pytest itself.
 
 `{"guard": NAME, "after": restore}` (once, before any run: the tree is restored, then the guarded places
 are recorded as they are) lets runs with `"user": NAME` go: the child runs unprivileged and the server
@@ -448,7 +455,7 @@ def _run_child(req, cwd, log, guard, plan=None):
                 path = os.environ.get("BUGFORGE_REPORT")
                 probe._out = open(path, "a", buffering=1) if path else None
                 probe._limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
-            held = HELD and req["args"][:len(HELD["args"])] == HELD["args"]
+            held = HELD and probe is not None and req["args"][:len(HELD["args"])] == HELD["args"]
             code = _run_held(req, fd) if held else pytest.main(req["args"])
             sys.stdout.flush()
             sys.stderr.flush()
