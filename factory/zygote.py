@@ -351,8 +351,10 @@ def _pair(a, b, pairs, defaults_differ=False):
     va, ca = _consts(a)
     vb, cb = _consts(b)
     func = a.co_flags & CO_OPTIMIZED and b.co_flags & CO_OPTIMIZED
-    if not func and (a.co_name != b.co_name if defaults_differ else _shape(a) != _shape(b) or not _same_values(va, vb)):
-        return False
+    if not func:
+        same = a.co_name == b.co_name if defaults_differ else _shape(a) == _shape(b) and _same_values(va, vb)
+        if not same:
+            return False
     if func:
         if a.co_name != b.co_name or a.co_freevars != b.co_freevars:
             return False
@@ -558,8 +560,7 @@ def serve(stream):
             resp = serve_one(json.loads(line))
         except Exception as e:  # answer, never die
             resp = {"error": "%s: %s" % (type(e).__name__, e)}
-        if resp is not None:
-            _answer(resp)
+        _answer(resp)
 
 
 def main():

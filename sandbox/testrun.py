@@ -47,6 +47,11 @@ def tools_archive() -> bytes:
     return buf.getvalue()
 
 
+def probe_args(pytest_args: list[str]) -> list[str]:
+    """pytest's arguments for every run with the probe, before the test files a selection names."""
+    return ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
+
+
 def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
                    test_files: list[str] | None = None, workdir: str = "/testbed",
                    test_limit: float | None = None) -> str:
@@ -58,7 +63,7 @@ def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage
         env += f" BUGFORGE_TEST_LIMIT={test_limit:g}"
     if coverage:
         env += f" BUGFORGE_COVERAGE={OUT}/coverage.json"
-    args = ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
+    args = probe_args(pytest_args)
     if selection is not None:
         env += f" BUGFORGE_SELECT={OUT}/select.txt"
         files = sorted({t.split("::")[0] for t in selection})
@@ -223,7 +228,7 @@ class Workbench:
         if self.preload:
             self.warm = warm[0]
             # the runs' own arguments: the server holds this collection and runs their tests on it
-            req = {"preload": self.run_args(), "env": {"BUGFORGE_ROOT": self.workdir},
+            req = {"preload": probe_args(self.pytest_args), "env": {"BUGFORGE_ROOT": self.workdir},
                    "cwd": self.workdir, "log": f"{OUT}/preload.log"}
             try:
                 resp = self._ask(self.warm, req, 600)
@@ -268,14 +273,10 @@ class Workbench:
                           or (req.get("after") == RESTORE and not resp.get("setup_rc")))
         return resp
 
-    def run_args(self) -> list[str]:
-        """pytest's arguments for every run, before the test files a selection names."""
-        return ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *self.pytest_args]
-
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
-        args = self.run_args()
+        args = probe_args(self.pytest_args)
         env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
         if test_limit:
             env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
