@@ -4,7 +4,8 @@ suite per candidate), on the same candidates of a real repository, in one run.
 
 Prints whether the two label every candidate identically, and CPU-seconds and wall-seconds per valid
 instance for each, with the ratio. CPU is the whole machine's busy time (/proc/stat), so the Docker
-daemon, container start-up and the tests themselves all count.
+daemon, container start-up (the default's warm container and its preload too) and the tests themselves
+all count.
 
     python bench/validation.py --repo pypi:python-dateutil==2.9.0.post0 \
         --recipe bench/recipes/python-dateutil.json --candidates 60
@@ -32,9 +33,10 @@ def busy_seconds() -> float:
 
 
 def run(mode: str, env, testmap, cands):
-    v = Validator(env, testmap, mode)
+    """Each mode's whole cost: the default's warm container and preloaded test server start inside it."""
     results = {}
     cpu0, t0 = busy_seconds(), time.monotonic()
+    v = Validator(env, testmap, mode)
     try:
         for i, c in enumerate(cands, 1):
             results[c.id] = v.validate(c)

@@ -1,5 +1,6 @@
 """What a change to a Python source can touch, read from its syntax tree: the statement around a line,
-and signatures whose only change is a literal default value. Used by the test map on the host and by the
+signatures whose only change is a literal default value, and methods whose only change is their place
+in the class. Used by the test map on the host and by the
 test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
 import ast
@@ -15,6 +16,10 @@ DefaultChange.__doc__ = """A function whose signature changes only in literal de
 its code's first line (the first decorator's, if any); header, body: (first, last) line of its signature
 and of its body, in the old source; defaults: {index into __defaults__: (old, new)}; kwdefaults: {name:
 (old, new)}."""
+Move = namedtuple("Move", "name span body")
+Move.__doc__ = """A method that only changed its place in its class body: span, body: (first, last) line of
+the whole definition (decorators included) and of its body, in the old source."""
+PLAIN_METHOD_DECORATORS = PLAIN_DECORATORS | {"property", "abstractmethod"}  # no side effect, no order
 
 
 def statement_span(source, line):
@@ -45,6 +50,70 @@ def literal_default_changes(source, new_source):
             out.append(DefaultChange(fo.name, _first_line(fo), (fo.lineno, _header_end(fo)),
                                      (fo.body[0].lineno, fo.end_lineno), defaults, kwdefaults))
     return out
+
+
+def moved_methods(source, new_source):
+    """[Move] for every method (a function directly in a class body) of the old source, when the change
+    only reorders methods in class bodies: every other statement, and each method's own text, stays
+    as it was. Such a class builds the same methods from the same code, in another order: its
+    `__dict__` iterates in the new order, and the moved code carries new line numbers; nothing else
+    differs. A class body qualifies for reordering only when its methods' names are unique, bound by
+    nothing else in the body and read by none of its class-level expressions; when those expressions
+    (decorators, defaults, annotations) read no name the body binds; and when every decorator is
+    one of PLAIN_METHOD_DECORATORS (a decorator could record the order it ran in). Empty when a source
+    does not parse or the change is anything else (then the caller decides as for any other change)."""
+    old, new = _parse(source), _parse(new_source)
+    if old is None or new is None or ast.dump(old) == ast.dump(new):
+        return []
+    old_c, new_c = _reordered(old), _reordered(new)
+    if ast.dump(old_c) != ast.dump(new_c):
+        return []
+    return [Move(f.name, (_first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
+            for node in ast.walk(old) if isinstance(node, ast.ClassDef)
+            for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]  # (every method: the
+    # caller takes those the diff touches; one the diff does not touch only shifted, as code below any
+    # edit does)
+
+
+def _reordered(tree):
+    """A copy of the tree with the methods of every class body that may be reordered sorted by name."""
+    tree = copy.deepcopy(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            at = [i for i, s in enumerate(node.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            methods = [node.body[i] for i in at]
+            if _reorderable(node.body, methods):
+                for i, m in zip(at, sorted(methods, key=lambda m: m.name)):
+                    node.body[i] = m
+    return tree
+
+
+def _reorderable(body, methods):
+    names = {m.name for m in methods}
+    decorators = [d for m in methods for d in m.decorator_list]
+    if len(names) != len(methods) or not all(isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS
+                                             for d in decorators):
+        return False
+    others = [s for s in body if s not in methods]  # (they keep their order among themselves)
+    bound = {n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {s.name for s in others if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    bound |= {(a.asname or a.name).split(".")[0] for s in others if isinstance(s, (ast.Import, ast.ImportFrom))
+              for a in s.names}
+    read_by_others = _reads(others)
+    read_by_methods = _reads([x for m in methods for x in _signature(m)])  # run where the def statement is
+    return not (names & (bound | read_by_others | read_by_methods)) and not (read_by_methods & bound)
+
+
+def _reads(nodes):
+    return {n.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _signature(f):
+    """The parts of a def statement that run when it does: defaults and (evaluated) annotations."""
+    a = f.args
+    parts = a.defaults + [d for d in a.kw_defaults if d is not None] + [f.returns]
+    parts += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None]
+    return [p for p in parts if p is not None]
 
 
 def _changed(old, new, keys):

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.source import literal_default_changes, statement_span
+from factory.source import literal_default_changes, moved_methods, statement_span
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
@@ -119,17 +119,24 @@ class TestMap:
         read those), and when that statement ran at import time.
         With `new_source` (the file after the change), a function signature whose only change is a
         literal default value (`window=3` -> `window=4`) counts as a change of the function's body: a
-        default is read only when the function is called (see literal_default_changes)."""
+        default is read only when the function is called (see literal_default_changes). And when the
+        change only reorders methods in their classes (see moved_methods), a method the diff touches
+        counts as a change of its body even where that body ran at import: the same code ran, so it
+        built the same; only its line numbers differ, which the tests that run it can see."""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
-        lines, spans = set(lines), []
+        lines, spans, moved = set(lines), [], []
         if source is not None and new_source is not None and lines & imported:  # (a signature runs at import)
             for change in literal_default_changes(source, new_source):
                 header = set(range(change.header[0], change.header[1] + 1))
                 if lines & header:
                     lines -= header
                     spans.append(change.body)
-        if (not lines and not spans) or any(n in imported for n in lines):
+            moves = moved_methods(source, new_source)
+            if moves:  # the diff's other lines are blank, or statements that only shifted
+                moved = [m.body for m in moves if any(m.span[0] <= n <= m.span[1] for n in lines)]
+                lines = set()
+        if (not lines and not spans and not moved) or any(n in imported for n in lines):
             return None
         for n in lines:
             if n in covered:
@@ -140,8 +147,8 @@ class TestMap:
                 return None
             spans.append(span)
         out: set[str] = set()
-        for first, last in spans:
-            if any(first <= m <= last for m in imported):
+        for (first, last), same_code in [(s, False) for s in spans] + [(s, True) for s in moved]:
+            if not same_code and any(first <= m <= last for m in imported):
                 return None
             for m, ctxs in covered.items():
                 if first <= m <= last:

@@ -25,8 +25,11 @@ before pytest runs. One change outside function bodies is accepted too: a litera
 undecorated function or a static or class method (bugforge_source.literal_default_changes, from
 factory/source.py); the child sets it in the live function's __defaults__ or __kwdefaults__, after
 checking that the live value is the old literal (else nothing runs and the answer is `not_swappable`).
-That is what importing the changed file would give, provided no changed line ran
-at import or collection time, which the caller checks with the coverage map. Otherwise the answer is
+That is what importing the changed file would give, provided no changed line ran at import or
+collection time, which the caller checks with the coverage map. And methods may change places in their
+class (bugforge_source.moved_methods; their bodies may have run at import: the same code ran): the child
+swaps in their code, which differs only in line numbers; the live class keeps its old `__dict__` order.
+Otherwise the answer is
 `not_swappable` (nothing ran; the tree stays as set up) and the caller asks a plain server.
 
 The preloaded server also holds its pytest session: where the preload's pytest run would start running
@@ -65,9 +68,9 @@ import pytest  # noqa: F401  (the point: imported once, inherited by every child
 import _pytest.config  # noqa: F401
 
 try:
-    from bugforge_source import literal_default_changes  # factory/source.py, copied beside this file
+    from bugforge_source import literal_default_changes, moved_methods  # factory/source.py, copied beside this file
 except ImportError:  # imported from the factory package (the host's tests)
-    from factory.source import literal_default_changes
+    from factory.source import literal_default_changes, moved_methods
 
 if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
     sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
@@ -342,25 +345,29 @@ def _same_values(xs, ys):
     return len(xs) == len(ys) and all(type(x) is type(y) and repr(x) == repr(y) for x, y in zip(xs, ys))
 
 
-def _pair(a, b, pairs, defaults_differ=False):
+def _pair(a, b, pairs, loose=False):
     """Walk two compilations of a file. Module and class bodies must compile the same; a function may
     change (then it and every function nested in it are paired, so closures made at import change too).
-    False when the change is not of that kind. With `defaults_differ` the caller has checked the syntax
-    trees: outside function bodies only literal defaults differ, which can renumber a body's constants,
-    so module and class bodies need only hold the same code objects in the same order."""
+    False when the change is not of that kind. With `loose` the caller has checked the syntax trees:
+    outside function bodies only literal defaults differ, or methods changed places in their classes;
+    either changes how a body compiles (its constants' numbering, its order), so module and class bodies
+    need only hold code objects of the same names, which are paired by name."""
     va, ca = _consts(a)
     vb, cb = _consts(b)
     func = a.co_flags & CO_OPTIMIZED and b.co_flags & CO_OPTIMIZED
-    if not func:
-        same = a.co_name == b.co_name if defaults_differ else _shape(a) == _shape(b) and _same_values(va, vb)
-        if not same:
-            return False
     if func:
         if a.co_name != b.co_name or a.co_freevars != b.co_freevars:
             return False
         if a != b:  # code objects compare line numbers too: a function that only moved is swapped as well
             pairs.append((a, b))
-    return len(ca) == len(cb) and all(_pair(x, y, pairs, defaults_differ) for x, y in zip(ca, cb))
+    elif loose:
+        if a.co_name != b.co_name:
+            return False
+        ca, cb = sorted(ca, key=lambda c: c.co_name), sorted(cb, key=lambda c: c.co_name)  # (stable: a
+        # name repeats only for what cannot move, lambdas and comprehensions, which keep their order)
+    elif _shape(a) != _shape(b) or not _same_values(va, vb):
+        return False
+    return len(ca) == len(cb) and all(_pair(x, y, pairs, loose) for x, y in zip(ca, cb))
 
 
 def _plan_swap(paths, cwd):
@@ -384,13 +391,15 @@ def _plan_swap(paths, cwd):
             return None
         pairs = []
         if not _pair(old, new, pairs):
-            # a signature whose literal default changed: the module compiles the same but for that value
+            # a signature whose literal default changed, or methods that changed places: the module
+            # compiles the same but for that value, or that order
             try:
                 changes = literal_default_changes(old_src, new_src.decode("utf-8"))
+                moved = not changes and moved_methods(old_src, new_src.decode("utf-8"))
             except Exception:  # (a source too deep to walk, or not UTF-8)
                 return None
             pairs = []
-            if not changes or not _pair(old, new, pairs, defaults_differ=True):
+            if not (changes or moved) or not _pair(old, new, pairs, loose=True):
                 return None
             for ch in changes:
                 plan[("defaults", fname, ch.name, ch.first_line)] = ch

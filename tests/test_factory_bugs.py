@@ -19,7 +19,7 @@ from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, new_text, patch_id
 from factory.statement import leaks, write
-from factory.source import literal_default_changes
+from factory.source import literal_default_changes, moved_methods
 from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
@@ -256,6 +256,48 @@ def test_literal_default_changes_count_as_body_changes():
     assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4")) is None
 
 
+def test_methods_that_only_change_places_count_as_body_changes():
+    """A change that only reorders methods in a class body is a change of the moved methods' bodies, even
+    where a body ran at import (the same code ran); not when a name the body binds or reads at class
+    level, a duplicate name, a decorator, or anything else changes with the order."""
+    src = textwrap.dedent('''\
+        class C:
+            X = 1
+
+            def a(self):
+                return 1
+
+            @staticmethod
+            def b(k=2):
+                return k
+
+            def c(self):
+                return 3
+
+
+        INSTANCE = C()
+        ''')
+    a, c = "    def a(self):\n        return 1\n", "    def c(self):\n        return 3\n"
+    swapped = src.replace(a, "@@").replace(c, a).replace("@@", c)
+    moves = {m.name: m for m in moved_methods(src, swapped)}
+    assert sorted(moves) == ["a", "b", "c"] and moves["a"].span == (4, 5) and moves["b"].span == (7, 9)
+    tm = TestMap(["t_a", "t_c"], {"m.py": {5: [0], 12: [1]}}, {"m.py": {1, 2, 4, 5, 7, 8, 11, 15}})
+    changed = set(changed_lines(src, swapped))
+    assert tm.tests_seeing("m.py", changed, src, swapped) == {"t_a", "t_c"}  # a's body ran at import too
+    assert tm.tests_seeing("m.py", changed, src) is None  # without the new source: class level decides nothing
+    assert moved_methods(src, src) == []
+    assert moved_methods(src, swapped.replace("return 3", "return 4")) == []  # a body changed too
+    assert moved_methods(src, swapped.replace("INSTANCE = C()", "INSTANCE = None")) == []
+    for body in ("    alias = a\n",  # a method's name read at class level
+                 "    def d(self, z=X):\n        pass\n",  # a default reading a name the body binds
+                 "    @functools.cache\n    def d(self):\n        pass\n",  # a decorator could record the order
+                 "    def a(self, z=None):\n        return 5\n"):  # a duplicate: the last one wins
+        other = src.replace("    X = 1\n", "    X = 1\n" + body)
+        assert moved_methods(other, other.replace(a, "@@").replace(c, a).replace("@@", c)) == []
+    module = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    assert moved_methods(module, "def g():\n    return 2\n\n\ndef f():\n    return 1\n") == []  # module level
+
+
 def test_new_text_applies_a_diff_to_its_file():
     old = "a\nb\nc\nd\n"
     for new in ("a\nB\nc\nd\n", "a\nb\nc\nd\ne", "x\na\nb\nd\n", ""):
@@ -441,6 +483,7 @@ DECO = {
     "deco/__init__.py": "",
     "deco/core.py": '''
         import functools
+        import sys
 
         REGISTRY = {}
 
@@ -504,9 +547,24 @@ DECO = {
 
 
         late.__defaults__ = (5,)  # set at import: a changed literal would not change it
+
+
+        class Counter:
+            def __init__(self):
+                self.n = 0
+
+            def bump(self):
+                self.n += 1
+                return self.n
+
+            def where(self):
+                return sys._getframe().f_lineno
+
+
+        COUNTER = Counter()  # __init__ runs at import
         ''',
     "tests/test_core.py": '''
-        from deco.core import ADD2, REGISTRY, Child, Greeter, double, late, scale
+        from deco.core import ADD2, REGISTRY, Child, Counter, Greeter, double, late, scale
 
 
         def test_double():
@@ -539,13 +597,30 @@ DECO = {
 
         def test_late():
             assert late(0) == 5
+
+
+        def test_bump():
+            assert Counter().bump() == 1
+
+
+        def test_where():
+            assert Counter().where() == WHERE
         ''',
 }
+DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace("WHERE", str(1 + textwrap.dedent(
+    DECO["deco/core.py"]).lstrip("\n").splitlines().index("        return sys._getframe().f_lineno")))
+
+
+METHODS = ["    def __init__(self):\n        self.n = 0\n\n",
+           "    def bump(self):\n        self.n += 1\n        return self.n\n\n",
+           "    def where(self):\n        return sys._getframe().f_lineno\n"]
+MOVED = ("".join(METHODS), METHODS[2] + "\n" + METHODS[1] + METHODS[0].rstrip("\n") + "\n")
 
 
 def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
     """Decorated functions, functions held by a registry, methods using super(), and closures made at
-    import time all see a changed body without a re-import; a change at module level is refused."""
+    import time all see a changed body without a re-import, as do a changed literal default and methods
+    that changed places; a change at module level is refused."""
     git_repo(tmp_path / "deco", DECO)
     env, _ = build_environment(str(tmp_path / "deco"), out=tmp_path / "runs", log=lambda m: None)
     repo, tm = Path(env.repo_dir), TestMap.load(Path(env.testmap))
@@ -562,6 +637,8 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
         (edit(repo, "deco/core.py", "offset=0", "offset=1"), [t + "test_scale"]),
         (edit(repo, "deco/core.py", 'punct="!"', 'punct="?"'), [t + "test_greet"]),
         (edit(repo, "deco/core.py", "times=2", "times=3"), [t + "test_shout"]),
+        # methods that change places (one of them ran at import): their code, at its new lines, runs
+        (edit(repo, "deco/core.py", MOVED[0], MOVED[1]), [t + "test_where"]),
     ]
     hot = Workbench(env.image, env.recipe.pytest_args, preload=True)
     full = Validator(env, tm, "full")
