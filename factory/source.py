@@ -4,7 +4,6 @@ in the class. Used by the test map on the host and by the
 test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
 import ast
-import copy
 from collections import namedtuple
 from functools import lru_cache
 
@@ -38,7 +37,7 @@ def literal_default_changes(source, new_source):
     body (or by introspection, as with any change to a function's code). Empty when a source does not
     parse, or anything else outside function bodies changes."""
     old, new = _parse(source), _parse(new_source)
-    if old is None or new is None or _blanked(old) != _blanked(new):
+    if old is None or new is None or _blanked(source) != _blanked(new_source):
         return []
     out = []
     for fo, fn in zip(_functions(old.body), _functions(new.body)):
@@ -62,11 +61,11 @@ def moved_methods(source, new_source):
     (decorators, defaults, annotations) read no name the body binds; and when every decorator is
     one of PLAIN_METHOD_DECORATORS (a decorator could record the order it ran in). Empty when a source
     does not parse or the change is anything else (then the caller decides as for any other change)."""
-    old, new = _parse(source), _parse(new_source)
-    if old is None or new is None or ast.dump(old) == ast.dump(new):
+    if _lines(source) != _lines(new_source):  # (cheap: a reordering keeps every line of code)
         return []
-    old_c, new_c = _reordered(old), _reordered(new)
-    if ast.dump(old_c) != ast.dump(new_c):
+    old, new = _parse(source), _parse(new_source)
+    if old is None or new is None or ast.dump(old) == ast.dump(new) \
+            or ast.dump(_reordered(source)) != ast.dump(_reordered(new_source)):
         return []
     return [Move(f.name, (_first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
             for node in ast.walk(old) if isinstance(node, ast.ClassDef)
@@ -75,9 +74,13 @@ def moved_methods(source, new_source):
     # edit does)
 
 
-def _reordered(tree):
-    """A copy of the tree with the methods of every class body that may be reordered sorted by name."""
-    tree = copy.deepcopy(tree)
+def _lines(source):
+    return sorted(line.strip() for line in source.splitlines() if line.strip())
+
+
+def _reordered(source):
+    """The source's tree with the methods of every class body that may be reordered sorted by name."""
+    tree = ast.parse(source)  # (a fresh tree to change: parsing is faster than a deep copy)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             at = [i for i, s in enumerate(node.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -144,10 +147,10 @@ def _functions(body):
             yield from _functions(_child_statements(node))
 
 
-def _blanked(tree):
-    """The tree without function bodies and with literal defaults blanked: what a change confined to
-    those leaves as it was."""
-    tree = copy.deepcopy(tree)
+def _blanked(source):
+    """The source's tree without function bodies and with literal defaults blanked: what a change
+    confined to those leaves as it was."""
+    tree = ast.parse(source)  # (a fresh tree to change: parsing is faster than a deep copy)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.body = []
