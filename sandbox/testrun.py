@@ -52,24 +52,34 @@ def probe_args(pytest_args: list[str]) -> list[str]:
     return ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
 
 
+def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool = False,
+              test_limit: float | None = None) -> dict[str, str]:
+    """What the probe reads from the environment (factory/probe.py): where to write its report, the
+    tree's root, the selection's file (written to {OUT}/select.txt), the coverage map's file, and the
+    seconds one test may take."""
+    env = {"BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": workdir}
+    if selection is not None:
+        env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
+    if coverage:
+        env["BUGFORGE_COVERAGE"] = f"{OUT}/coverage.json"
+    if test_limit:
+        env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
+    return env
+
+
+def selection_files(selection: list[str]) -> list[str]:
+    """The test files to name on pytest's command line for a selection of node ids."""
+    return sorted({t.split("::")[0] for t in selection})
+
+
 def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
                    test_files: list[str] | None = None, workdir: str = "/testbed",
                    test_limit: float | None = None) -> str:
     """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
     `test_limit`: seconds one test may take (factory/probe.py)."""
-    env = (f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
-           f"BUGFORGE_REPORT={OUT}/report.jsonl BUGFORGE_ROOT={workdir}")
-    if test_limit:
-        env += f" BUGFORGE_TEST_LIMIT={test_limit:g}"
-    if coverage:
-        env += f" BUGFORGE_COVERAGE={OUT}/coverage.json"
-    args = probe_args(pytest_args)
-    if selection is not None:
-        env += f" BUGFORGE_SELECT={OUT}/select.txt"
-        files = sorted({t.split("::")[0] for t in selection})
-        args += files
-    elif test_files:
-        args += test_files
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit).items())
+    env = f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 {env}"
+    args = probe_args(pytest_args) + (selection_files(selection) if selection is not None else test_files or [])
     return f"mkdir -p {OUT} && cd {workdir} && {env} python -m pytest {' '.join(shlex.quote(a) for a in args)}"
 
 
@@ -276,15 +286,9 @@ class Workbench:
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
-        args = probe_args(self.pytest_args)
-        env = {"PYTHONPATH": PROBE_DIR, "BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": self.workdir}
-        if test_limit:
-            env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
-        files = {}
-        if selection is not None:
-            env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
-            files[f"{OUT}/select.txt"] = "\n".join(selection)
-            args += sorted({t.split("::")[0] for t in selection})
+        args = probe_args(self.pytest_args) + (selection_files(selection) if selection is not None else [])
+        env = {"PYTHONPATH": PROBE_DIR, **probe_env(self.workdir, selection, test_limit=test_limit)}
+        files = {f"{OUT}/select.txt": "\n".join(selection)} if selection is not None else {}
         return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
                 "report": f"{OUT}/report.jsonl"}
 
