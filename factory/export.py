@@ -23,7 +23,7 @@ from factory.acquire import FIXED_DATE
 from factory.generate import Scratch, load_validated
 from images import image_exists
 from sandbox.grader import CONFIG_NAMES, PLANTED
-from sandbox.testrun import _file_archive
+from sandbox.testrun import _file_archive, selection_files
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
 FOLD = f"""set -e
@@ -122,7 +122,7 @@ def export(env_path: str | Path, out: str | Path | None = None, *, limit: int | 
                 continue
             commit = build_instance_image(env, cand, tag)
             tests = test_files_of(val, env.repo_dir)
-            run_files = sorted({t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)})
+            run_files = selection_files([*val.FAIL_TO_PASS, *val.PASS_TO_PASS])
             problem = statement.write(cand, val, seed)
             if statement_lm:
                 problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)

@@ -394,8 +394,9 @@ def _plan_swap(paths, cwd):
             # a signature whose literal default changed, or methods that changed places: the module
             # compiles the same but for that value, or that order
             try:
-                changes = literal_default_changes(old_src, new_src.decode("utf-8"))
-                moved = not changes and moved_methods(old_src, new_src.decode("utf-8"))
+                text = new_src.decode("utf-8")
+                changes = literal_default_changes(old_src, text)
+                moved = not changes and moved_methods(old_src, text)
             except Exception:  # (a source too deep to walk, or not UTF-8)
                 return None
             pairs = []
