@@ -1,7 +1,7 @@
 """What a change to a Python source can touch, read from its syntax tree: the statement around a line,
-signatures whose only change is a literal default value, and methods whose only change is their place
-in the class. Used by the test map on the host and by the
-test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
+the function body that lines inserted below it extend, signatures whose only change is a literal
+default value, and methods whose only change is their place in the class. Used by the test map on the
+host and by the test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
 import ast
 from collections import namedtuple
@@ -27,6 +27,32 @@ def statement_span(source, line):
     decorators of a function defined at those levels, in a docstring, or when `source` does not parse."""
     tree = _parse(source)
     return None if tree is None else _span_in(tree.body, line, None)
+
+
+def gap_body(source, new_source, line):
+    """(first, last) line of the body of the module- or class-level function that the code just above
+    `line` belongs to, when `line` is blank or only a comment outside every statement and the change
+    (`source` -> `new_source`) is confined to function bodies (and literal defaults); the line after
+    the last one counts as blank. Lines inserted next to such a line extend that function's body, at
+    whatever depth: nothing outside function bodies changed, so they cannot sit at module or class
+    level. A run reaches them only by running that body. None otherwise."""
+    lines = source.splitlines() + [""]  # (lines inserted at the end of the file come before "line" len + 1)
+    if not 1 <= line <= len(lines) or lines[line - 1].strip()[:1] not in ("", "#"):
+        return None
+    above = next((n for n in range(line - 1, 0, -1) if lines[n - 1].strip()[:1] not in ("", "#")), None)
+    tree = _parse(source)
+    if above is None or tree is None or _parse(new_source) is None or _blanked(source) != _blanked(new_source):
+        return None
+    for f in _functions(tree.body):
+        if _first_line(f) <= line <= f.end_lineno:
+            return None  # (inside a function: a docstring's blank line, say)
+        if _first_line(f) <= above <= f.end_lineno and above > _header_end(f) and not _docstring_only(f):
+            return f.body[0].lineno, f.end_lineno
+    return None
+
+
+def _docstring_only(f):
+    return len(f.body) == 1 and isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant)
 
 
 def literal_default_changes(source, new_source):

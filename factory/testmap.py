@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.source import literal_default_changes, moved_methods, statement_span
+from factory.source import gap_body, literal_default_changes, moved_methods, statement_span
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
@@ -113,8 +113,10 @@ class TestMap:
         A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
         never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
         `source`: the tests that ran any line of the innermost statement around it inside a function
-        body. A run that behaves differently because of a change first reaches a changed statement, and
-        reaching a statement runs at least one of its lines, so no other test can. None for lines at
+        body; with `new_source` too, for a blank line below a function whose body alone changed (lines
+        inserted at its end), the tests that ran any line of that body (see gap_body). A run that
+        behaves differently because of a change first reaches a changed statement, and reaching a
+        statement runs at least one of its lines, so no other test can. None for lines at
         module or class level, in a signature or decorator, or in a docstring (doctests and `__doc__`
         read those), and when that statement ran at import time.
         With `new_source` (the file after the change), a function signature whose only change is a
@@ -143,6 +145,8 @@ class TestMap:
                 spans.append((n, n))
                 continue
             span = statement_span(source, n) if source is not None else None
+            if span is None and new_source is not None:
+                span = gap_body(source, new_source, n)
             if span is None:
                 return None
             spans.append(span)

@@ -19,7 +19,7 @@ from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, new_text, patch_id
 from factory.statement import leaks, write
-from factory.source import literal_default_changes, moved_methods
+from factory.source import gap_body, literal_default_changes, moved_methods
 from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
@@ -209,6 +209,51 @@ def test_statement_span_of_lines_no_test_ran():
     assert statement_span("def f(:\n", 1) is None
 
 
+def test_lines_inserted_below_a_function_extend_its_body():
+    """A blank line (or the end of the file) next to lines inserted at the end of a function body
+    stands for that body, when nothing outside function bodies changed: the tests that ran any line of
+    it. Anywhere else it decides nothing."""
+    src = textwrap.dedent('''\
+        def f(a, items):
+            if a:
+                return 1
+            else:
+                for x in items:
+                    if x:
+                        return x
+
+        # a comment
+
+        class C:
+            def m(self):
+                """doc
+
+                more"""
+                return 1
+
+        K = 1
+        def g():
+            """doc"""
+        ''')
+    # ctrl_invert_if: the else branch goes up; the if branch's lines are inserted below line 7
+    new = src.replace("    if a:\n        return 1\n    else:\n", "    if a:\n") \
+        .replace("                return x\n", "                return x\n    else:\n        return 1\n", 1)
+    assert new.count("return 1") == 2 and new.count("else") == 1
+    assert [gap_body(src, new, n) for n in (8, 9, 10)] == [(2, 7)] * 3  # blank, comment, blank
+    assert gap_body(src, new, 14) is None  # a blank line inside a docstring
+    assert gap_body(src, new, 17) == (13, 16)  # below a method
+    assert gap_body(src, new, 21) is None  # the end of the file, below a docstring-only body
+    assert gap_body(src, new, 5) is None  # not blank
+    assert gap_body(src, new.replace("K = 1", "K = 2"), 8) is None  # module level changed too
+    assert gap_body(src, new + "x = 1\n", 21) is None
+    tm = TestMap(["t_a", "t_items", "t_m"], {"m.py": {2: [0, 1], 3: [0], 5: [1], 6: [1], 16: [2]}},
+                 {"m.py": {1, 11, 12, 18, 19}})
+    assert tm.tests_seeing("m.py", {2, 3, 4, 7, 8}, src) is None  # without the new source
+    assert tm.tests_seeing("m.py", {2, 3, 4, 7, 8}, src, new) == {"t_a", "t_items"}
+    tm.import_lines["m.py"].add(6)  # f ran at import time
+    assert tm.tests_seeing("m.py", {7, 8}, src, new) is None
+
+
 def test_literal_default_changes_count_as_body_changes():
     """A signature whose only change is a literal default is a change of the function's body (a call
     reads the default); any other change outside function bodies, a decorated function, or a default
@@ -320,6 +365,9 @@ def test_labels_are_exact_in_both_modes(calc_env):
         # branches swapped: `return -1` and `else:` never ran, so they add no test to the one that ran `return 1`
         (edit(repo, "calc/ops.py", "return 1\n    else:\n        return -1", "return -1\n    else:\n        return 1"),
          ["tests/test_ops.py::test_sign"], "selected"),
+        # lines inserted below the last line of the file: they extend sign()'s body, so its tests decide
+        (edit(repo, "calc/ops.py", "return 1\n    else:\n        return -1\n",
+              "return -1\n    else:\n        return -1\n    return 0\n"), ["tests/test_ops.py::test_sign"], "selected"),
     ]
     # a change confined to a branch no test takes: no test can see it, none runs
     cand = edit(repo, "calc/ops.py", "    else:\n        return -1", "    else:\n        return -2")
