@@ -111,7 +111,8 @@ def _head(repo: Path) -> str:
 
 def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
              log: Log = print) -> tuple[dict[str, TestOutcome], float, TestMap]:
-    """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs."""
+    """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
+    Then once more watching method lookups (factory/probe.py): what decides a removed method."""
     results: list[TestRun] = []
     raw_cov = None
     for i in range(runs):
@@ -137,7 +138,15 @@ def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
         tests[t] = TestOutcome(outcome=seen[0], duration=round(statistics.mean(r.durations.get(t, 0.0) for r in results), 4),
                                flaky=len(set(seen)) > 1)
     plain = [r.wall for r in results[1:]]
-    return tests, statistics.median(plain), TestMap.from_coverage(raw_cov or {})
+    testmap = TestMap.from_coverage(raw_cov or {})
+    # one more run, watching which tests look up which methods (a removed method selects those tests)
+    t0 = time.monotonic()
+    look, raw_lookups = run_tests(image, recipe.pytest_args, lookups=True, timeout=timeout, test_files=recipe.test_files)
+    unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
+    log(f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
+        f"{time.monotonic() - t0:.1f} s")
+    testmap.add_lookups(None if look.timed_out else raw_lookups, unwatched)
+    return tests, statistics.median(plain), testmap
 
 
 def _plugin_missing(run: TestRun) -> bool:

@@ -10,8 +10,17 @@ os.lstat, os.access: what os.path.exists and Path.is_file use) or listed, and wh
 looked up past sys.modules, so a file added, deleted or replaced as a whole is seen only by the tests
 that could notice it (factory.testmap.TestMap.tests_noticing).
 
+A lookup run (BUGFORGE_LOOKUPS set, no coverage) records instead which tests looked up each method of
+the project's classes, so removing a method selects the tests that looked it up (TestMap.tests_seeing).
+As each class is built (builtins.__build_class__), its plain, static and class methods and properties
+(not dunder names) are replaced in the class __dict__ by descriptors that note the lookup and give
+what the original gives. Lookups before a test starts (imports, collection, a class body or decorator
+reading a method) are noted outside any test. Not watched: a class whose metaclass is not `type` or
+ABCMeta, or whose bases define __init_subclass__ (they could read the class body their own way), and
+methods a base declares abstract. `dir()`, `vars()` and reads of `__dict__` bypass the descriptors.
+
 Environment: BUGFORGE_REPORT (path of the JSONL report), BUGFORGE_COVERAGE (path of the coverage map
-JSON; unset = no coverage), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of
+JSON; unset = no coverage), BUGFORGE_LOOKUPS (path of the lookup map JSON; unset = no lookup run), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of
 node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds of the test thread one test
 may take, setup and teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
 `timeout` event naming the test and exits with 124). CPU time, because wall time on a busy machine
@@ -21,6 +30,8 @@ The per-test limit is what makes validation's `timeout` label the same whichever
 test that hangs hangs in every run that includes it, and a test that does not run a changed line runs as
 it did at baseline. It also finds a hang in seconds instead of after a whole-run budget.
 """
+import abc
+import builtins
 import json
 import os
 import pathlib
@@ -32,6 +43,8 @@ import pytest
 
 _report_path = os.environ.get("BUGFORGE_REPORT")
 _cov_path = os.environ.get("BUGFORGE_COVERAGE")
+_lookups_path = os.environ.get("BUGFORGE_LOOKUPS")
+_tracking = bool(_cov_path or _lookups_path)  # contexts are switched per test and per wide fixture
 _root = os.environ.get("BUGFORGE_ROOT", "/testbed")
 _out = open(_report_path, "a", buffering=1) if _report_path else None
 _cov = None
@@ -42,7 +55,8 @@ _limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
 _fixture_users = {}  # fixture name -> node ids of the tests that use it
 
 _context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
-_seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contexts (coverage runs only)
+_seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contexts (coverage runs only);
+# "attr:FILE:CLASS.NAME" -> contexts (lookup runs only; every watched method has a key)
 _STDLIB = os.path.dirname(os.path.dirname(json.__file__))  # .../lib/pythonX.Y
 _IMPORTING = ("_find_and_load", "_find_and_load_unlocked")  # the import system at work
 _order = []  # node ids in the order they ran (coverage runs only)
@@ -128,6 +142,77 @@ def _stat_recorded(fn):
     return stat
 
 
+class _Watched:
+    """Stands in a class __dict__ for a method: notes each lookup, then gives what the method gives."""
+    __slots__ = ("method", "key")
+
+    def __init__(self, method, key):
+        self.method, self.key = method, key
+
+    def __get__(self, obj, owner=None):
+        _note("attr", self.key)
+        return self.method.__get__(obj, owner)
+
+    def __call__(self, *args, **kwargs):  # (code that took it from __dict__)
+        _note("attr", self.key)
+        return self.method(*args, **kwargs)
+
+    def __getattr__(self, name):  # __isabstractmethod__, __func__, __wrapped__, fget, ...
+        if name in _Watched.__slots__:  # (not set yet: a copy being made)
+            raise AttributeError(name)
+        return getattr(self.method, name)
+
+
+class _WatchedProperty(_Watched):
+    """A property is a data descriptor: so is what stands in for it."""
+    __slots__ = ()
+
+    def __set__(self, obj, value):
+        _note("attr", self.key)
+        self.method.__set__(obj, value)
+
+    def __delete__(self, obj):
+        _note("attr", self.key)
+        self.method.__delete__(obj)
+
+
+_WATCH = {type(_note): _Watched, staticmethod: _Watched, classmethod: _Watched, property: _WatchedProperty}
+_TEST_FILE_PREFIXES = ("test_", "conftest.py")
+
+
+def _watch(cls, filename):
+    rel = os.path.relpath(filename, _root)
+    name = os.path.basename(filename)
+    if rel.startswith("..") or "site-packages" in rel or name.startswith(_TEST_FILE_PREFIXES) \
+            or name.endswith("_test.py") or type(cls) not in (type, abc.ABCMeta) \
+            or any("__init_subclass__" in vars(b) for b in cls.__mro__[1:] if b is not object):
+        return
+    abstract = set()
+    for b in cls.__mro__[1:]:
+        abstract.update(getattr(b, "__abstractmethods__", ()))
+    for attr, value in list(vars(cls).items()):
+        kind = _WATCH.get(type(value))
+        if kind is None or (attr.startswith("__") and attr.endswith("__")) or attr in abstract:
+            continue
+        key = "%s:%s.%s" % (rel, cls.__qualname__, attr)
+        _seen.setdefault("attr:" + key, set())
+        type.__setattr__(cls, attr, kind(value, key))
+
+
+def _build_class(func, name, *bases, **kwargs):
+    cls = _plain_build_class(func, name, *bases, **kwargs)
+    if isinstance(cls, type):
+        try:
+            _watch(cls, func.__code__.co_filename)
+        except Exception:  # (a class this cannot watch stays as it was, unwatched)
+            pass
+    return cls
+
+
+if _lookups_path:
+    _plain_build_class = builtins.__build_class__
+    builtins.__build_class__ = _build_class
+
 if _cov_path:
     import coverage
 
@@ -152,7 +237,8 @@ if _cov_path:
 
 def _switch(context):
     _context[0] = context
-    _cov.switch_context(context)
+    if _cov is not None:
+        _cov.switch_context(context)
 
 
 def _cpu():
@@ -201,7 +287,7 @@ def _emit(record):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _emit({"event": "start", "nodeid": item.nodeid, "t": time.time()})
-    if _cov is not None:
+    if _tracking:
         for name in getattr(item, "fixturenames", ()):
             _fixture_users.setdefault(name, []).append(item.nodeid)
         _switch(item.nodeid)
@@ -210,7 +296,7 @@ def pytest_runtest_protocol(item, nextitem):
     _current[0] = item.nodeid
     yield
     _current[0] = ""
-    if _cov is not None:
+    if _tracking:
         _switch("")
     r = _results.pop(item.nodeid, None)
     if r is not None:
@@ -221,7 +307,7 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_fixture_setup(fixturedef, request):
     """Lines run while setting up a fixture wider than one test belong to every test that uses it
     (they run once, in whichever test comes first); give them a context of their own."""
-    wide = _cov is not None and fixturedef.scope != "function"
+    wide = _tracking and fixturedef.scope != "function"
     if wide:
         _switch("fixture:" + fixturedef.argname)
     yield
@@ -263,6 +349,9 @@ def _message(report):
 
 def pytest_sessionfinish(session, exitstatus):
     _emit({"event": "finish", "exitstatus": int(exitstatus)})
+    if _lookups_path:
+        with open(_lookups_path, "w") as f:
+            json.dump({"seen": {k: sorted(v) for k, v in _seen.items()}, "fixtures": _fixture_users}, f)
     if _cov is None:
         return
     _cov.stop()

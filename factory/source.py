@@ -1,6 +1,6 @@
 """What a change to a Python source can touch, read from its syntax tree: the statement around a line,
 the function body that lines inserted below it extend, signatures whose only change is a literal
-default value, and methods whose only change is their place in the class. Used by the test map on the
+default value, methods whose only change is their place in the class, and methods removed. Used by the test map on the
 host and by the test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
 import ast
@@ -19,6 +19,9 @@ Move = namedtuple("Move", "name span body")
 Move.__doc__ = """A method that only changed its place in its class body: span, body: (first, last) line of
 the whole definition (decorators included) and of its body, in the old source."""
 PLAIN_METHOD_DECORATORS = PLAIN_DECORATORS | {"property", "abstractmethod"}  # no side effect, no order
+Removal = namedtuple("Removal", "name key span")
+Removal.__doc__ = """A method removed from its class: key, the probe's name for it (CLASS_QUALNAME.ATTRIBUTE,
+private names mangled); span: (first, last) line of the whole definition in the old source."""
 
 
 def statement_span(source, line):
@@ -98,6 +101,86 @@ def moved_methods(source, new_source):
             for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]  # (every method: the
     # caller takes those the diff touches; one the diff does not touch only shifted, as code below any
     # edit does)
+
+
+def removed_methods(source, new_source):
+    """[Removal] for every method the change removes, when it only removes methods (functions directly
+    in a class body) and changes nothing else (blank lines and comments aside; a `pass` where a class
+    body would be empty). Such a change is seen
+    only by code that looks the name up on the class, an instance or a subclass: the lookup map
+    (factory/probe.py) decides it. A method qualifies only when it is a plain, static or class method
+    or a property (no other decorator: one could keep it elsewhere), its name is not a dunder name
+    (Python finds those its own ways), nothing else in the class body binds or reads the name, its
+    defaults and annotations call nothing (removing it stops them running), and its class has no
+    decorator and no metaclass argument (either could read the class body). Empty otherwise."""
+    old, new = _parse(source), _parse(new_source)
+    if old is None or new is None or len(new_source) >= len(source):
+        return []
+    gone = _removed_in(old.body, new.body, "")
+    if not gone:
+        return []
+    pruned = ast.parse(source)  # (a fresh tree to change)
+    drop = {(f.lineno, f.col_offset) for _, f, _ in gone}
+    for node in ast.walk(pruned):
+        if isinstance(node, ast.ClassDef):
+            node.body = [s for s in node.body if (s.lineno, s.col_offset) not in drop] or [ast.Pass()]
+    if ast.dump(pruned) != ast.dump(new):
+        return []
+    out = []
+    for cls, f, qualname in gone:
+        others = [s for s in cls.body if (s.lineno, s.col_offset) not in drop]
+        methods = [s for s in others if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        at_class_level = [s for s in others if s not in methods] + \
+            [x for m in methods for x in m.decorator_list + _signature(m)]
+        bound = {n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        bound |= {s.name for s in others if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+        if (f.name.startswith("__") and f.name.endswith("__")) or cls.decorator_list or cls.keywords \
+                or not all(isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS - {"abstractmethod"}
+                           for d in f.decorator_list) \
+                or f.name in bound | _reads(at_class_level) \
+                or any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda))
+                       for x in _signature(f) for n in ast.walk(x)):
+            return []
+        private = f.name.startswith("__") and cls.name.lstrip("_")
+        out.append(Removal(f.name, f"{qualname}.{'_' + cls.name.lstrip('_') + f.name if private else f.name}",
+                           (_first_line(f), f.end_lineno)))
+    return out
+
+
+def _removed_in(old_body, new_body, prefix):
+    """[(class node, method node, class qualname)] for the methods of the classes in `old_body` (and in
+    the classes and functions inside them) that their twin in `new_body` (same name, same place among
+    namesakes) no longer holds as they were: removed, or changed (the caller's comparison of the whole
+    trees tells which)."""
+    twins = {}
+    for s in _nested(new_body):
+        if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            twins.setdefault(s.name, []).append(s)
+    out, seen = [], {}
+    for s in _nested(old_body):
+        if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        i = seen[s.name] = seen.get(s.name, -1) + 1
+        twin = twins.get(s.name, [])[i:i + 1]
+        if not twin or type(twin[0]) is not type(s):
+            continue
+        twin, qualname = twin[0], prefix + s.name
+        if isinstance(s, ast.ClassDef):
+            kept = {ast.dump(t) for t in twin.body}
+            out += [(s, m, qualname) for m in s.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.dump(m) not in kept]
+            out += _removed_in(s.body, twin.body, qualname + ".")
+        else:
+            out += _removed_in(s.body, twin.body, qualname + ".<locals>.")
+    return out
+
+
+def _nested(body):
+    """The statements of a body and, recursively, of its compound statements other than def and class."""
+    for s in body:
+        yield s
+        if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield from _nested(_child_statements(s))
 
 
 def _lines(source):

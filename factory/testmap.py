@@ -3,7 +3,9 @@ test, one per fixture wider than a test). Validation asks it which tests can see
 coverage can decide at all (a line that runs at import time can affect every test).
 
 It also holds what the probe saw each test open, check, list and import, to say which tests can notice
-a file added, deleted or replaced as a whole (a notes file, a reproduction script, a data file).
+a file added, deleted or replaced as a whole (a notes file, a reproduction script, a data file), and,
+from a separate lookup run, which tests looked up each method of the project's classes, to say which
+tests can notice a method removed.
 
 Stored as gzip'd JSON: the contexts once, then per file and line the indices of the contexts that ran it.
 """
@@ -14,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.source import gap_body, literal_default_changes, moved_methods, statement_span
+from factory.source import gap_body, literal_default_changes, moved_methods, removed_methods, statement_span
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
@@ -42,6 +44,13 @@ class TestMap:
     bugforge recorded file accesses (then no file-level change can be decided)."""
     order: list[str] | None = None
     """Test node ids in the order the coverage run ran them."""
+    lookups: dict[str, list[int]] | None = None
+    """"FILE:CLASS.NAME" -> indices into `contexts` of the tests that looked that method up (on its class,
+    an instance or a subclass; -1: outside any test), for every method the lookup run watched (see
+    factory/probe.py). None: a map made without a lookup run (then no removed method is decided)."""
+    unwatched: list[str] = field(default_factory=list)
+    """Tests the lookup run did not see as the baseline did (another outcome, or not run): every
+    removed method selects them."""
 
     @classmethod
     def from_coverage(cls, raw: dict) -> "TestMap":
@@ -58,6 +67,24 @@ class TestMap:
         seen = None if seen_raw is None else {k: sorted(index[c] for c in cs) for k, cs in seen_raw.items()}
         return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen,
                    raw.get("order"))
+
+    def add_lookups(self, raw: dict | None, unwatched: list[str]) -> None:
+        """Take the lookup run's map {"seen": {"attr:KEY": [contexts]}, "fixtures": {name: [tests]}}: a
+        lookup made while a wide fixture was set up belongs to every test that uses that fixture."""
+        if raw is None:
+            return
+        index = {c: i for i, c in enumerate(self.contexts)}
+        index[""] = -1
+        users = raw.get("fixtures", {})
+
+        def indices(ctxs):
+            tests = {t for c in ctxs for t in (users.get(c[len(FIXTURE):], []) if c.startswith(FIXTURE) else [c])}
+            for t in sorted(tests - set(index)):
+                index[t] = len(self.contexts)
+                self.contexts.append(t)
+            return sorted(index[t] for t in tests)
+        self.lookups = {k[len("attr:"):]: indices(cs) for k, cs in raw.get("seen", {}).items() if k.startswith("attr:")}
+        self.unwatched = sorted(unwatched)
 
     def _tests_of(self, indices, out: set[str]) -> None:
         for i in indices:
@@ -124,7 +151,10 @@ class TestMap:
         default is read only when the function is called (see literal_default_changes). And when the
         change only reorders methods in their classes (see moved_methods), a method the diff touches
         counts as a change of its body even where that body ran at import: the same code ran, so it
-        built the same; only its line numbers differ, which the tests that run it can see."""
+        built the same; only its line numbers differ, which the tests that run it can see. When the
+        change only removes methods from classes (see removed_methods), the tests that looked one up
+        in the lookup run (`lookups`) can see it: a run that behaves differently first fails to find
+        it. (As for coverage, a result computed from it and cached across tests is not followed.)"""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
         lines, spans, moved = set(lines), [], []
@@ -138,6 +168,9 @@ class TestMap:
             if moves:  # the diff's other lines are blank, or statements that only shifted
                 moved = [m.body for m in moves if any(m.span[0] <= n <= m.span[1] for n in lines)]
                 lines = set()
+            removed = removed_methods(source, new_source)
+            if removed:  # the diff's other lines are blank lines or comments
+                return self._looking_up(path, removed)
         if (not lines and not spans and not moved) or any(n in imported for n in lines):
             return None
         for n in lines:
@@ -159,6 +192,18 @@ class TestMap:
                     self._tests_of(ctxs, out)
         return out
 
+    def _looking_up(self, path: str, removed) -> set[str] | None:
+        """The tests that looked up any of the `removed` methods of `path`; None when the lookup run did
+        not watch one, or something looked one up outside any test (a class body, a decorator, an
+        import-time call: every test could depend on what it built)."""
+        out: set[str] = set()
+        for r in removed:
+            indices = (self.lookups or {}).get(f"{path}:{r.key}")
+            if indices is None or -1 in indices:
+                return None
+            self._tests_of(indices, out)
+        return out | set(self.unwatched)
+
     def covered_lines(self, path: str) -> set[int]:
         """Lines of `path` that some test executed (during a test, not at import)."""
         return set(self.files.get(path, {}))
@@ -171,7 +216,8 @@ class TestMap:
         data = {"contexts": self.contexts,
                 "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
                 "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
-                "fixture_users": self.fixture_users, "seen": self.seen, "order": self.order}
+                "fixture_users": self.fixture_users, "seen": self.seen, "order": self.order,
+                "lookups": self.lookups, "unwatched": self.unwatched}
         tmp = Path(str(path) + ".tmp")
         with gzip.open(tmp, "wt") as f:
             json.dump(data, f, separators=(",", ":"))
@@ -183,4 +229,4 @@ class TestMap:
             d = json.load(f)
         return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
                    {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
-                   d.get("seen"), d.get("order"))
+                   d.get("seen"), d.get("order"), d.get("lookups"), d.get("unwatched", []))

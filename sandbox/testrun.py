@@ -53,15 +53,17 @@ def probe_args(pytest_args: list[str]) -> list[str]:
 
 
 def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool = False,
-              test_limit: float | None = None) -> dict[str, str]:
+              test_limit: float | None = None, lookups: bool = False) -> dict[str, str]:
     """What the probe reads from the environment (factory/probe.py): where to write its report, the
-    tree's root, the selection's file (written to {OUT}/select.txt), the coverage map's file, and the
-    seconds one test may take."""
+    tree's root, the selection's file (written to {OUT}/select.txt), the coverage map's file, the
+    lookup map's file, and the seconds one test may take."""
     env = {"BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": workdir}
     if selection is not None:
         env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
     if coverage:
         env["BUGFORGE_COVERAGE"] = f"{OUT}/coverage.json"
+    if lookups:
+        env["BUGFORGE_LOOKUPS"] = f"{OUT}/lookups.json"
     if test_limit:
         env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
     return env
@@ -74,10 +76,10 @@ def selection_files(selection: list[str]) -> list[str]:
 
 def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
                    test_files: list[str] | None = None, workdir: str = "/testbed",
-                   test_limit: float | None = None) -> str:
+                   test_limit: float | None = None, lookups: bool = False) -> str:
     """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
     `test_limit`: seconds one test may take (factory/probe.py)."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit).items())
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit, lookups).items())
     env = f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 {env}"
     args = probe_args(pytest_args) + (selection_files(selection) if selection is not None else test_files or [])
     return f"mkdir -p {OUT} && cd {workdir} && {env} python -m pytest {' '.join(shlex.quote(a) for a in args)}"
@@ -86,12 +88,14 @@ def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage
 def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
               coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
               setup: str = "", files: dict[str, bytes] | None = None,
-              workdir: str = "/testbed", test_limit: float | None = None) -> tuple[TestRun, dict | None]:
+              workdir: str = "/testbed", test_limit: float | None = None,
+              lookups: bool = False) -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
-    Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}.
+    Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}, or
+    with lookups=True (and no coverage) the raw lookup map {"seen": {"attr:...": [ids]}, "fixtures": ...}.
     `setup` is a shell snippet run before pytest (e.g. applying a patch); `files` are put into
     /tmp/bugforge-out before it starts (name -> content)."""
-    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit)
+    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit, lookups)
     script = f"set -e; {setup}\n{cmd}" if setup else cmd
     c = client().containers.create(image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"},
                                    mem_limit="4g", pids_limit=2048, working_dir=workdir, user="root",
@@ -116,8 +120,8 @@ def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None
         run.log_tail = c.logs(tail=40).decode(errors="replace")
         files = _read_out(c)
         _parse_report(files.get("report.jsonl", b""), run)
-        cov = json.loads(files["coverage.json"]) if "coverage.json" in files else None
-        return run, cov
+        name = "coverage.json" if coverage else "lookups.json"
+        return run, json.loads(files[name]) if name in files else None
     finally:
         c.remove(force=True)
 

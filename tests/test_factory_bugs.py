@@ -3,6 +3,7 @@ bugs caught by the timeout, history reverts, combinations, leak-free problem sta
 official SWE-bench harness agreeing with our exports. Real containers and repositories throughout."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, new_text, patch_id
 from factory.statement import leaks, write
-from factory.source import gap_body, literal_default_changes, moved_methods
+from factory.source import Removal, gap_body, literal_default_changes, moved_methods, removed_methods
 from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
@@ -299,6 +300,89 @@ def test_literal_default_changes_count_as_body_changes():
     assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4").replace("import os", "import sys")) is None
     tm.import_lines["m.py"].add(5)  # f runs at import time: its default is read then
     assert tm.tests_seeing("m.py", {4}, src, src.replace("w=3", "w=4")) is None
+
+
+def test_removed_methods_are_decided_by_the_lookup_map():
+    """A change that only removes methods is seen by the tests that looked them up (the lookup run's
+    map); a removal something could see another way, or any other change beside it, is not decided."""
+    src = textwrap.dedent('''\
+        import functools
+
+
+        class A:
+            K = 1
+
+            def keep(self):
+                return self.gone
+
+            @property
+            def gone(self):
+                return 2
+
+            def __priv(self, x: int = 3):
+                return x
+
+            def __eq__(self, other):
+                return True
+
+            @functools.lru_cache()
+            def cached(self):
+                return 4
+
+            def aliased(self):
+                return 5
+
+            also = aliased
+
+            def called(self, x=list()):
+                return x
+
+            class Inner:
+                def deep(self):
+                    return 6
+
+
+        def f():
+            class L:
+                def m(self):
+                    return 7
+            return L
+        ''')
+
+    def without(name, text=src):
+        lines = text.splitlines(keepends=True)
+        f = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
+        first = min([f.lineno] + [d.lineno for d in f.decorator_list])
+        return "".join(lines[:first - 1] + lines[f.end_lineno:])
+
+    assert removed_methods(src, without("gone")) == [Removal("gone", "A.gone", (10, 12))]
+    assert removed_methods(src, without("__priv"))[0].key == "A._A__priv"  # mangled, as in A.__dict__
+    no_deep = without("deep").replace("class Inner:\n", "class Inner:\n        pass\n")  # (a body needs one)
+    assert [r.key for r in removed_methods(src, without("gone", no_deep))] == ["A.gone", "A.Inner.deep"]
+    no_m = without("m").replace("    class L:\n", "    class L:\n        pass\n")
+    assert removed_methods(src, no_m)[0].key == "f.<locals>.L.m"
+    for name in ("__eq__", "cached", "aliased", "called"):  # dunder; a decorator; read in the body; a call runs
+        assert removed_methods(src, without(name)) == [], name
+    assert removed_methods(src, without("gone").replace("K = 1", "K = 2")) == []  # and something else
+    assert removed_methods(src, without("gone").replace("return 5", "return 6")) == []  # and a body
+    assert removed_methods(src.replace("class A:", "@functools.total_ordering\nclass A:"),
+                           without("gone").replace("class A:", "@functools.total_ordering\nclass A:")) == []
+    assert removed_methods(src.replace("class A:", "class A(metaclass=type):"),
+                           without("gone").replace("class A:", "class A(metaclass=type):")) == []
+    assert removed_methods(src, src) == []
+    # the map: the tests that looked the method up, and those the lookup run could not watch
+    tm = TestMap(["t_keep", "t_gone", "t_deep"], {}, {"m.py": set(range(1, 45))})
+    tm.lookups = {"A.gone": [0, 1], "A._A__priv": [-1], "A.keep": []}
+    tm.lookups = {"m.py:" + k: v for k, v in tm.lookups.items()}
+    changed = set(range(10, 14))
+    assert tm.tests_seeing("m.py", changed, src, without("gone")) == {"t_keep", "t_gone"}
+    assert tm.tests_seeing("m.py", changed, src) is None  # without the new source
+    assert tm.tests_seeing("m.py", set(range(14, 17)), src, without("__priv")) is None  # looked up at import
+    assert tm.tests_seeing("m.py", set(range(35, 37)), src, no_deep) is None  # not watched
+    tm.unwatched = ["t_deep"]
+    assert tm.tests_seeing("m.py", changed, src, without("gone")) == {"t_keep", "t_gone", "t_deep"}
+    tm.lookups = None  # a map made without a lookup run
+    assert tm.tests_seeing("m.py", changed, src, without("gone")) is None
 
 
 def test_methods_that_only_change_places_count_as_body_changes():
@@ -610,9 +694,21 @@ DECO = {
 
 
         COUNTER = Counter()  # __init__ runs at import
+
+
+        class Maker:
+            @classmethod
+            def make(cls):
+                return cls()
+
+            def spare(self):
+                return 1
+
+
+        MADE = Maker.make()  # looked up at import
         ''',
     "tests/test_core.py": '''
-        from deco.core import ADD2, REGISTRY, Child, Counter, Greeter, double, late, scale
+        from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
 
         def test_double():
@@ -653,6 +749,10 @@ DECO = {
 
         def test_where():
             assert Counter().where() == WHERE
+
+
+        def test_made():
+            assert MADE.spare() == 1
         ''',
 }
 DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace("WHERE", str(1 + textwrap.dedent(
@@ -665,12 +765,19 @@ METHODS = ["    def __init__(self):\n        self.n = 0\n\n",
 MOVED = ("".join(METHODS), METHODS[2] + "\n" + METHODS[1] + METHODS[0].rstrip("\n") + "\n")
 
 
-def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
+@pytest.fixture(scope="module")
+def deco_env(base_image, tmp_path_factory):
+    root = tmp_path_factory.mktemp("deco")
+    git_repo(root / "deco", DECO)
+    env, _ = build_environment(str(root / "deco"), out=root / "runs", log=lambda m: None)
+    return env
+
+
+def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
     """Decorated functions, functions held by a registry, methods using super(), and closures made at
     import time all see a changed body without a re-import, as do a changed literal default and methods
     that changed places; a change at module level is refused."""
-    git_repo(tmp_path / "deco", DECO)
-    env, _ = build_environment(str(tmp_path / "deco"), out=tmp_path / "runs", log=lambda m: None)
+    env = deco_env
     repo, tm = Path(env.repo_dir), TestMap.load(Path(env.testmap))
     t = "tests/test_core.py::"
     cases = [
@@ -727,6 +834,39 @@ def test_preloaded_server_swaps_function_bodies_exactly(base_image, tmp_path):
         assert full.validate(cand).status == "no_failures"
     finally:
         hot.close()
+        full.close()
+
+
+def test_removed_methods_select_the_tests_that_looked_them_up(deco_env):
+    """A removed method is seen by the tests that looked it up in the lookup run (on its class, an
+    instance, or through super()): only those run, and they label the candidate as the whole suite
+    does. A method looked up at import time decides nothing."""
+    env = deco_env
+    repo, tm = Path(env.repo_dir), TestMap.load(Path(env.testmap))
+    t = "tests/test_core.py::"
+    assert tm.lookups is not None and not tm.unwatched
+    cases = [  # (blank lines keep the lines below in place: test_where reads a line number)
+        (METHODS[2], "", [t + "test_where"]),
+        ("    @staticmethod\n    def shout(s, times=2):\n        return s.upper() * times\n", "\n\n\n", [t + "test_shout"]),
+        ('    def name(self):\n        return "base"\n', "    pass\n\n", [t + "test_child"]),  # through super()
+        ("    def spare(self):\n        return 1\n", "", [t + "test_made"]),
+    ]
+    selected, full = Validator(env, tm, "selected"), Validator(env, tm, "full")
+    try:
+        for old, new, f2p in cases:
+            cand = edit(repo, "deco/core.py", old, new)
+            source = (repo / "deco/core.py").read_text()
+            assert len(removed_methods(source, new_text(source, cand.patch, "deco/core.py"))) == 1, cand.patch
+            a, b = selected.validate(cand), full.validate(cand)
+            assert a.mode == "selected" and a.tests_run == 1, cand.patch  # only the test that looked it up
+            assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == f2p, cand.patch
+            assert a.PASS_TO_PASS == b.PASS_TO_PASS, cand.patch
+        cand = edit(repo, "deco/core.py", "    @classmethod\n    def make(cls):\n        return cls()\n\n", "")
+        assert selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch) is None
+        a, b = selected.validate(cand), full.validate(cand)
+        assert a.mode == "suite" and a.status == b.status and a.FAIL_TO_PASS == b.FAIL_TO_PASS
+    finally:
+        selected.close()
         full.close()
 
 
