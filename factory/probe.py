@@ -11,7 +11,9 @@ looked up past sys.modules, so a file added, deleted or replaced as a whole is s
 that could notice it (factory.testmap.TestMap.tests_noticing).
 
 A lookup run (BUGFORGE_LOOKUPS set, no coverage) records instead which tests looked up each method of
-the project's classes, so removing a method selects the tests that looked it up (TestMap.tests_seeing).
+the project's classes, so removing a method selects the tests that looked it up (TestMap.tests_seeing), and which classes
+were built plainly (by `type` or ABCMeta, no base with __init_subclass__), whose bases only code that
+holds the class can see.
 As each class is built (builtins.__build_class__), its plain, static and class methods and properties
 (not dunder names) are replaced in the class __dict__ by descriptors that note the lookup and give
 what the original gives. Lookups before a test starts (imports, collection, a class body or decorator
@@ -187,6 +189,7 @@ def _watch(cls, filename):
             or name.endswith("_test.py") or type(cls) not in (type, abc.ABCMeta) \
             or any("__init_subclass__" in vars(b) for b in cls.__mro__[1:] if b is not object):
         return
+    _seen.setdefault("class:%s:%s" % (rel, cls.__qualname__), set())  # built plainly: nothing read its bases
     abstract = set()
     for b in cls.__mro__[1:]:
         abstract.update(getattr(b, "__abstractmethods__", ()))

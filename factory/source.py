@@ -1,9 +1,11 @@
 """What a change to a Python source can touch, read from its syntax tree: the statement around a line,
 the function body that lines inserted below it extend, signatures whose only change is a literal
-default value, methods whose only change is their place in the class, and methods removed. Used by the test map on the
+default value, methods whose only change is their place in the class, methods removed, bases removed,
+and the statements that name a class. Used by the test map on the
 host and by the test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
 import ast
+import re
 from collections import namedtuple
 from functools import lru_cache
 
@@ -20,6 +22,9 @@ Move.__doc__ = """A method that only changed its place in its class body: span, 
 the whole definition (decorators included) and of its body, in the old source."""
 PLAIN_METHOD_DECORATORS = PLAIN_DECORATORS | {"property", "abstractmethod"}  # no side effect, no order
 Removal = namedtuple("Removal", "name key span")
+BaseRemoval = namedtuple("BaseRemoval", "name span")
+BaseRemoval.__doc__ = """A module-level class that lost one or more of its bases: span, (first, last) line of
+its class statement's header in the old source."""
 Removal.__doc__ = """A method removed from its class: key, the probe's name for it (CLASS_QUALNAME.ATTRIBUTE,
 private names mangled); span: (first, last) line of the whole definition in the old source."""
 
@@ -145,6 +150,74 @@ def removed_methods(source, new_source):
         out.append(Removal(f.name, f"{qualname}.{'_' + cls.name.lstrip('_') + f.name if private else f.name}",
                            (_first_line(f), f.end_lineno)))
     return out
+
+
+def removed_bases(source, new_source):
+    """[BaseRemoval] for every module-level class the change takes bases from, when it changes nothing
+    else (blank lines and comments aside) and the class has no decorator (one could read its bases).
+    Such a class is the same object in every other way: only code that holds the class or one of its
+    instances can see the change, and getting hold of either means running a statement that names it
+    (see naming_statements), unless something named it at import time. Empty otherwise."""
+    old, new = _parse(source), _parse(new_source)
+    if old is None or new is None or len(old.body) != len(new.body):
+        return []
+    out, same = [], True
+    for a, b in zip(old.body, new.body):
+        if isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef) and a.name == b.name \
+                and len(b.bases) < len(a.bases) and not a.decorator_list:
+            kept = [ast.dump(x) for x in b.bases]
+            left = [ast.dump(x) for x in a.bases if ast.dump(x) in kept]
+            if left != kept or ast.dump(a.body and ast.Module(a.body, [])) != ast.dump(b.body and ast.Module(b.body, [])) \
+                    or [ast.dump(k) for k in a.keywords] != [ast.dump(k) for k in b.keywords]:
+                return []
+            out.append(BaseRemoval(a.name, (a.lineno, _header_end(a))))
+        elif ast.dump(a) != ast.dump(b):
+            return []
+    return out
+
+
+def naming_statements(source, names):
+    """[(first, last, at_import)] of the statements of `source` that name one of `names`: as a name,
+    an attribute, or a word in a string (getattr(module, "Name")); first..last are the lines from the
+    statement's start to the reference's end (a compound statement's header, an except clause). Import
+    statements (but those that bind it to another name), docstrings and `__all__` do not count: binding
+    or listing a class does not use it.
+    at_import: the statement sits at module or class level (it runs when the module does). None when
+    `source` does not parse."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    words = [re.compile(r"\b%s\b" % re.escape(n)) for n in names]
+    out = []
+
+    def visit(node, stmt, top):
+        if isinstance(node, (ast.stmt, ast.excepthandler)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):  # binding a name uses nothing; another name might
+                if any(a.asname and a.name.rsplit(".", 1)[-1] in names for a in node.names):
+                    out.append((node.lineno, node.end_lineno, top))
+                return
+            if _is_docstring(node) or _is_all(node):
+                return
+            stmt = node
+            top = top and not isinstance(node, ast.excepthandler)
+        if (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute) and node.attr in names) \
+                or (isinstance(node, ast.Constant) and isinstance(node.value, str) and any(w.search(node.value) for w in words)):
+            out.append((_first_line(stmt) if not isinstance(stmt, ast.excepthandler) else stmt.lineno, node.end_lineno, top))
+        body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else ()
+        for child in ast.iter_child_nodes(node):
+            visit(child, stmt, top and child not in body)  # (a function's body runs when it is called)
+    for node in tree.body:
+        visit(node, node, True)
+    return out
+
+
+def _is_docstring(node):
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _is_all(node):
+    return isinstance(node, (ast.Assign, ast.AugAssign)) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in getattr(node, "targets", [getattr(node, "target", None)]))
 
 
 def _removed_in(old_body, new_body, prefix):

@@ -16,7 +16,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.source import gap_body, literal_default_changes, moved_methods, removed_methods, statement_span
+from factory.source import (gap_body, literal_default_changes, moved_methods, naming_statements, removed_bases,
+                            removed_methods, statement_span)
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
@@ -51,6 +52,9 @@ class TestMap:
     unwatched: list[str] = field(default_factory=list)
     """Tests the lookup run did not see as the baseline did (another outcome, or not run): every
     removed method selects them."""
+    plain_classes: list[str] = field(default_factory=list)
+    """"FILE:CLASS" of the classes the lookup run saw built plainly (metaclass `type` or ABCMeta, no
+    base defining __init_subclass__): nothing ran at their creation that read their bases."""
 
     @classmethod
     def from_coverage(cls, raw: dict) -> "TestMap":
@@ -85,6 +89,7 @@ class TestMap:
             return sorted(index[t] for t in tests)
         self.lookups = {k[len("attr:"):]: indices(cs) for k, cs in raw.get("seen", {}).items() if k.startswith("attr:")}
         self.unwatched = sorted(unwatched)
+        self.plain_classes = sorted(k[len("class:"):] for k in raw.get("seen", {}) if k.startswith("class:"))
 
     def _tests_of(self, indices, out: set[str]) -> None:
         for i in indices:
@@ -135,7 +140,7 @@ class TestMap:
         return out | set(self.order[first:])
 
     def tests_seeing(self, path: str, lines, source: str | None = None,
-                     new_source: str | None = None) -> set[str] | None:
+                     new_source: str | None = None, root: Path | None = None) -> set[str] | None:
         """Tests that can see a change of `lines` (old side) of `path`; None when coverage cannot decide.
         A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
         never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
@@ -154,7 +159,9 @@ class TestMap:
         built the same; only its line numbers differ, which the tests that run it can see. When the
         change only removes methods from classes (see removed_methods), the tests that looked one up
         in the lookup run (`lookups`) can see it: a run that behaves differently first fails to find
-        it. (As for coverage, a result computed from it and cached across tests is not followed.)"""
+        it. (As for coverage, a result computed from it and cached across tests is not followed.) When
+        it only removes bases of module-level classes (see removed_bases), given the checkout's `root`:
+        the tests that ran a statement naming one of those classes (see _naming)."""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
         lines, spans, moved = set(lines), [], []
@@ -171,6 +178,9 @@ class TestMap:
             removed = removed_methods(source, new_source)
             if removed:  # the diff's other lines are blank lines or comments
                 return self._looking_up(path, removed)
+            bases = removed_bases(source, new_source)
+            if bases:
+                return self._naming(root, path, [b.name for b in bases])
         if (not lines and not spans and not moved) or any(n in imported for n in lines):
             return None
         for n in lines:
@@ -204,6 +214,32 @@ class TestMap:
             self._tests_of(indices, out)
         return out | set(self.unwatched)
 
+    def _naming(self, root: Path | None, path: str, names: list[str]) -> set[str] | None:
+        """The tests that ran a statement, in any file that ran, naming one of the classes `names` of
+        `path`: holding a class or an instance of it takes one, unless a statement at import time named
+        it (then None: it may live on anywhere). None too when the lookup run did not see each class
+        built plainly (a metaclass or an __init_subclass__ could have read its bases), and without the
+        checkout. Not followed: a name built at run time (getattr with a computed string), one read
+        from a data file, and classes found through __subclasses__(), vars() or the garbage collector."""
+        if root is None or any(f"{path}:{n}" not in self.plain_classes for n in names):
+            return None
+        out: set[str] = set()
+        for f in sorted(set(self.files) | set(self.import_lines)):
+            try:
+                source = (Path(root) / f).read_text(encoding="utf-8") if f.endswith(".py") else ""
+            except (OSError, UnicodeDecodeError):
+                return None
+            refs = naming_statements(source, set(names)) if any(n in source for n in names) else []
+            if refs is None:
+                return None
+            covered, imported = self.files.get(f, {}), self.import_lines.get(f, set())
+            for first, last, at_import in refs:
+                if at_import or any(first <= m <= last for m in imported):
+                    return None
+                for m in range(first, last + 1):
+                    self._tests_of(covered.get(m, ()), out)
+        return out
+
     def covered_lines(self, path: str) -> set[int]:
         """Lines of `path` that some test executed (during a test, not at import)."""
         return set(self.files.get(path, {}))
@@ -217,7 +253,7 @@ class TestMap:
                 "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
                 "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
                 "fixture_users": self.fixture_users, "seen": self.seen, "order": self.order,
-                "lookups": self.lookups, "unwatched": self.unwatched}
+                "lookups": self.lookups, "unwatched": self.unwatched, "plain_classes": self.plain_classes}
         tmp = Path(str(path) + ".tmp")
         with gzip.open(tmp, "wt") as f:
             json.dump(data, f, separators=(",", ":"))
@@ -229,4 +265,4 @@ class TestMap:
             d = json.load(f)
         return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
                    {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
-                   d.get("seen"), d.get("order"), d.get("lookups"), d.get("unwatched", []))
+                   d.get("seen"), d.get("order"), d.get("lookups"), d.get("unwatched", []), d.get("plain_classes", []))

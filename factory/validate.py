@@ -39,7 +39,7 @@ def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[s
             continue
         old = _source(root, path)
         new = new_text(old, diff, path) if old is not None and diff else None
-        seeing = testmap.tests_seeing(path, lines, old, new)
+        seeing = testmap.tests_seeing(path, lines, old, new, root)
         if seeing is None:
             return None
         chosen |= seeing
@@ -126,6 +126,9 @@ class Validator:
             run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot, test_limit=self.test_limit)
             if not applied:
                 return Validation(cand.id, "apply_failed", mode="selected", seconds=round(time.monotonic() - t0, 3))
+            if sel is not None and run.collect_errors:  # the change reached import time after all: run them all
+                sel = None
+                run, _ = self.bench.run(cand.patch, None, timeout=self.timeout, test_limit=self.test_limit)
             v = judge(cand, self.env, run, self.passing if sel is None else set(sel),
                       "suite" if sel is None else "selected")
         v.seconds = round(time.monotonic() - t0, 3)

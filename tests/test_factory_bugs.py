@@ -20,7 +20,8 @@ from factory.generate import generate
 from factory.mutations import OPERATORS, STRATEGY_OF, candidates
 from factory.patches import changed_lines, file_diff, new_text, patch_id
 from factory.statement import leaks, write
-from factory.source import Removal, gap_body, literal_default_changes, moved_methods, removed_methods
+from factory.source import (BaseRemoval, Removal, gap_body, literal_default_changes, moved_methods, naming_statements,
+                            removed_bases, removed_methods)
 from factory.testmap import TestMap, statement_span
 from factory.validate import Validator, selection_for
 from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
@@ -385,6 +386,66 @@ def test_removed_methods_are_decided_by_the_lookup_map():
     assert tm.tests_seeing("m.py", changed, src, without("gone")) is None
 
 
+def test_removed_bases_are_decided_by_the_statements_naming_the_class(tmp_path):
+    """Taking bases from a class is seen by the tests that ran a statement naming it (a name, an
+    attribute, a word in a string); nothing is decided when a statement at import time names it, when
+    the lookup run did not see the class built plainly, or when anything else changed."""
+    src = textwrap.dedent('''\
+        """Errors: C and others."""
+        __all__ = ["C"]
+
+
+        class B(Exception):
+            pass
+
+
+        class C(B, ValueError):
+            """C."""
+
+
+        def fail(kind):
+            if kind == "c":
+                raise C("no")
+            return getattr(errors, "C")
+        ''')
+    tests = textwrap.dedent('''\
+        from pkg.errors import C, fail
+
+
+        def test_c():
+            try:
+                fail("c")
+            except C:
+                pass
+
+
+        def test_other():
+            fail("x")
+        ''')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "errors.py").write_text(src)
+    (tmp_path / "test_e.py").write_text(tests)
+    new = src.replace("class C(B, ValueError):", "class C(ValueError):")
+    assert removed_bases(src, new) == [BaseRemoval("C", (9, 9))]
+    assert removed_bases(src, src.replace("class C(B, ValueError):", "class C(ValueError, B):")) == []
+    assert removed_bases(src, new.replace('"no"', '"yes"')) == []
+    assert naming_statements(src, {"C"}) == [(15, 15, False), (16, 16, False)]  # (the docstring, __all__ and
+    # the class statement do not name it)
+    assert naming_statements(tests, {"C"}) == [(7, 7, False)]  # the except clause, not the import
+    tm = TestMap(["test_e.py::test_c", "test_e.py::test_other"],
+                 {"pkg/errors.py": {14: [0, 1], 15: [0], 16: [1]}, "test_e.py": {5: [0], 6: [0], 7: [0], 12: [1]}},
+                 {"pkg/errors.py": {1, 2, 5, 6, 9, 10, 13}, "test_e.py": {1, 4, 11}})
+    tm.lookups, tm.plain_classes = {}, ["pkg/errors.py:C"]
+    seeing = tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path)
+    assert seeing == {"test_e.py::test_c", "test_e.py::test_other"}  # raised in one, fetched by name in the other
+    assert tm.tests_seeing("pkg/errors.py", {9}, src, new) is None  # without the checkout
+    tm.plain_classes = []
+    assert tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path) is None  # not seen built plainly
+    tm.plain_classes = ["pkg/errors.py:C"]
+    (tmp_path / "test_e.py").write_text(tests + "\nERR = C\n")  # named at import: it may live on anywhere
+    assert tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path) is None
+
+
 def test_methods_that_only_change_places_count_as_body_changes():
     """A change that only reorders methods in a class body is a change of the moved methods' bodies, even
     where a body ran at import (the same code ran); not when a name the body binds or reads at class
@@ -696,7 +757,7 @@ DECO = {
         COUNTER = Counter()  # __init__ runs at import
 
 
-        class Maker:
+        class Maker(object):
             @classmethod
             def make(cls):
                 return cls()
@@ -865,6 +926,26 @@ def test_removed_methods_select_the_tests_that_looked_them_up(deco_env):
         assert selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch) is None
         a, b = selected.validate(cand), full.validate(cand)
         assert a.mode == "suite" and a.status == b.status and a.FAIL_TO_PASS == b.FAIL_TO_PASS
+    finally:
+        selected.close()
+        full.close()
+
+
+def test_removed_bases_select_the_tests_that_name_the_class(deco_env):
+    """A class that loses a base is seen by the tests that ran a statement naming it; one named at
+    import time decides nothing."""
+    env = deco_env
+    repo, tm = Path(env.repo_dir), TestMap.load(Path(env.testmap))
+    assert "deco/core.py:Child" in tm.plain_classes
+    cand = edit(repo, "deco/core.py", "class Child(Base):", "class Child:")
+    selected, full = Validator(env, tm, "selected"), Validator(env, tm, "full")
+    try:
+        a, b = selected.validate(cand), full.validate(cand)
+        assert a.mode == "selected" and a.tests_run == 1  # test_child: the one statement naming Child ran there
+        assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == ["tests/test_core.py::test_child"]
+        assert a.PASS_TO_PASS == b.PASS_TO_PASS
+        cand = edit(repo, "deco/core.py", "class Maker(object):", "class Maker:")  # MADE = Maker.make() at import
+        assert selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch) is None
     finally:
         selected.close()
         full.close()
