@@ -145,7 +145,7 @@ def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
     unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
     log(f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
         f"{time.monotonic() - t0:.1f} s")
-    testmap.add_lookups(None if look.timed_out else raw_lookups, unwatched)
+    testmap.add_lookups(None if look.timed_out or not look.outcomes else raw_lookups, unwatched)
     return tests, statistics.median(plain), testmap
 
 

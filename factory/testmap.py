@@ -139,8 +139,8 @@ class TestMap:
         first = min((i for i, t in enumerate(self.order) if t in out), default=0)
         return out | set(self.order[first:])
 
-    def tests_seeing(self, path: str, lines, source: str | None = None,
-                     new_source: str | None = None, root: Path | None = None) -> set[str] | None:
+    def tests_seeing(self, path: str, lines, source: str | None = None, new_source: str | None = None,
+                     root: Path | None = None, removals: bool = True) -> set[str] | None:
         """Tests that can see a change of `lines` (old side) of `path`; None when coverage cannot decide.
         A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
         never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
@@ -161,7 +161,8 @@ class TestMap:
         in the lookup run (`lookups`) can see it: a run that behaves differently first fails to find
         it. (As for coverage, a result computed from it and cached across tests is not followed.) When
         it only removes bases of module-level classes (see removed_bases), given the checkout's `root`:
-        the tests that ran a statement naming one of those classes (see _naming)."""
+        the tests that ran a statement naming one of those classes (see _naming). `removals=False` leaves
+        both rules out (for changes nobody vouches for: see sandbox/envgrader.py)."""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
         lines, spans, moved = set(lines), [], []
@@ -175,10 +176,10 @@ class TestMap:
             if moves:  # the diff's other lines are blank, or statements that only shifted
                 moved = [m.body for m in moves if any(m.span[0] <= n <= m.span[1] for n in lines)]
                 lines = set()
-            removed = removed_methods(source, new_source)
+            removed = removed_methods(source, new_source) if removals else []
             if removed:  # the diff's other lines are blank lines or comments
                 return self._looking_up(path, removed)
-            bases = removed_bases(source, new_source)
+            bases = removed_bases(source, new_source) if removals else []
             if bases:
                 return self._naming(root, path, [b.name for b in bases])
         if (not lines and not spans and not moved) or any(n in imported for n in lines):

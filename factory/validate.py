@@ -26,11 +26,12 @@ MODES = ("selected", "full")
 
 def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str],
                   whole: dict[str, str] | None = None, root: Path | None = None,
-                  diff: str | None = None) -> list[str] | None:
+                  diff: str | None = None, removals: bool = True) -> list[str] | None:
     """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
     ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all.
     `root`: the baseline checkout, whose sources decide changed lines that never ran; `diff`: the change
-    against that checkout, which decides a signature whose literal defaults changed (TestMap.tests_seeing)."""
+    against that checkout, which decides a signature whose literal defaults changed (TestMap.tests_seeing);
+    `removals`: whether removed methods and bases may be decided (by lookups and by names)."""
     chosen: set[str] = set()
     whole = dict(whole or {})
     for path, lines in changed.items():
@@ -39,7 +40,7 @@ def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[s
             continue
         old = _source(root, path)
         new = new_text(old, diff, path) if old is not None and diff else None
-        seeing = testmap.tests_seeing(path, lines, old, new, root)
+        seeing = testmap.tests_seeing(path, lines, old, new, root, removals)
         if seeing is None:
             return None
         chosen |= seeing

@@ -65,7 +65,9 @@ class EnvGrader:
                 d = "/".join(parts[:i])  # (the environment's checkout is the baseline tree)
                 if kind == "deleted" or not (Path(self.env.repo_dir) / d).is_dir():
                     whole.setdefault(d, "other")
-        sel = selection_for(changed, self.testmap, set(tests), whole, Path(self.env.repo_dir), diff)
+        # a prediction is untrusted: removed methods and bases are decided by what tests looked up and named,
+        # which a hostile patch could steer around (dir(), names built at run time); those run every test
+        sel = selection_for(changed, self.testmap, set(tests), whole, Path(self.env.repo_dir), diff, removals=False)
         return (tests, None) if sel is None else (sel, sorted(changed))
 
     def fixed_blobs(self, instance: dict) -> set[str]:

@@ -377,6 +377,7 @@ def test_removed_methods_are_decided_by_the_lookup_map():
     tm.lookups = {"m.py:" + k: v for k, v in tm.lookups.items()}
     changed = set(range(10, 14))
     assert tm.tests_seeing("m.py", changed, src, without("gone")) == {"t_keep", "t_gone"}
+    assert tm.tests_seeing("m.py", changed, src, without("gone"), removals=False) is None  # (warm grading)
     assert tm.tests_seeing("m.py", changed, src) is None  # without the new source
     assert tm.tests_seeing("m.py", set(range(14, 17)), src, without("__priv")) is None  # looked up at import
     assert tm.tests_seeing("m.py", set(range(35, 37)), src, no_deep) is None  # not watched
@@ -439,6 +440,7 @@ def test_removed_bases_are_decided_by_the_statements_naming_the_class(tmp_path):
     seeing = tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path)
     assert seeing == {"test_e.py::test_c", "test_e.py::test_other"}  # raised in one, fetched by name in the other
     assert tm.tests_seeing("pkg/errors.py", {9}, src, new) is None  # without the checkout
+    assert tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path, removals=False) is None  # (warm grading)
     tm.plain_classes = []
     assert tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path) is None  # not seen built plainly
     tm.plain_classes = ["pkg/errors.py:C"]
