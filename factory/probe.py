@@ -34,6 +34,7 @@ it did at baseline. It also finds a hang in seconds instead of after a whole-run
 """
 import abc
 import builtins
+import importlib._bootstrap
 import json
 import os
 import pathlib
@@ -57,6 +58,7 @@ _limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
 _fixture_users = {}  # fixture name -> node ids of the tests that use it
 
 _context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
+_importer = [""]  # the test (or wide fixture) whose import of a module is running now, if any
 _seen = {}  # "open:PATH" | "stat:PATH" | "list:DIR" | "import:MODULE" -> contexts (coverage runs only);
 # "attr:FILE:CLASS.NAME" -> contexts (lookup runs only; every watched method has a key)
 _STDLIB = os.path.dirname(os.path.dirname(json.__file__))  # .../lib/pythonX.Y
@@ -100,7 +102,9 @@ def _note(kind, key):
     contexts = _seen.get(kind + ":" + key)
     if contexts is None:
         contexts = _seen[kind + ":" + key] = set()
-    contexts.add(_context[0])
+    # a method looked up by a module's code at import is import time, whichever test imported it; a file
+    # or module name looked for is the importing test's (TestMap.tests_noticing takes every test after it)
+    contexts.add(_context[0] if kind == "attr" else _importer[0] or _context[0])
 
 
 def _note_path(kind, path):
@@ -242,6 +246,27 @@ def _switch(context):
     _context[0] = context
     if _cov is not None:
         _cov.switch_context(context)
+
+
+def _find_and_load(name, import_):
+    """A module that a test imports first runs its body once for every test after it too: what runs
+    while it loads (module and class bodies, functions they call, methods they look up) is import
+    time, not the test's."""
+    outer = _context[0]
+    if not outer or _importer[0]:
+        return _plain_find_and_load(name, import_)
+    _importer[0] = outer
+    _switch("")
+    try:
+        return _plain_find_and_load(name, import_)
+    finally:
+        _switch(outer)
+        _importer[0] = ""
+
+
+if _tracking:  # (every import goes through importlib's _find_and_load, looked up on the module each time)
+    _plain_find_and_load = importlib._bootstrap._find_and_load
+    importlib._bootstrap._find_and_load = _find_and_load
 
 
 def _cpu():

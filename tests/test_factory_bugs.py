@@ -770,6 +770,13 @@ DECO = {
 
         MADE = Maker.make()  # looked up at import
         ''',
+    "deco/lazy.py": '''
+        FACTOR = 3
+
+
+        def scaled(x):
+            return x * FACTOR
+        ''',
     "tests/test_core.py": '''
         from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
@@ -816,6 +823,16 @@ DECO = {
 
         def test_made():
             assert MADE.spare() == 1
+
+
+        def test_lazy_first():
+            from deco.lazy import scaled  # the first import of deco.lazy: its body runs now
+            assert scaled(1) == 3
+
+
+        def test_lazy_second():
+            from deco.lazy import FACTOR
+            assert FACTOR == 3
         ''',
 }
 DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace("WHERE", str(1 + textwrap.dedent(
@@ -951,6 +968,16 @@ def test_removed_bases_select_the_tests_that_name_the_class(deco_env):
     finally:
         selected.close()
         full.close()
+
+
+def test_a_module_first_imported_by_a_test_runs_at_import_time(deco_env):
+    """A module a test imports first runs its body once for every later test: its module-level lines
+    are import time in the map, not that test's, so changing them decides nothing."""
+    repo, tm = Path(deco_env.repo_dir), TestMap.load(Path(deco_env.testmap))
+    assert 1 in tm.import_lines["deco/lazy.py"] and 1 not in tm.files.get("deco/lazy.py", {})
+    assert tm.tests_touching("deco/lazy.py", {5}) == {"tests/test_core.py::test_lazy_first"}  # a body: the caller's
+    cand = edit(repo, "deco/lazy.py", "FACTOR = 3", "FACTOR = 4")
+    assert selection_for(cand.changed, tm, set(deco_env.passing), root=repo, diff=cand.patch) is None
 
 
 def test_bytecode_cache_settles_past_the_newest_source(tmp_path, monkeypatch):
