@@ -111,9 +111,8 @@ def moved_methods(source, new_source):
 def removed_methods(source, new_source):
     """[Removal] for every method the change removes, when it only removes methods (functions directly
     in a class body) and changes nothing else (blank lines and comments aside; a `pass` where a class
-    body would be empty). Such a change is seen
-    only by code that looks the name up on the class, an instance or a subclass: the lookup map
-    (factory/probe.py) decides it. A method qualifies only when it is a plain, static or class method
+    body would be empty). Such a change is seen only by code that looks the name up on the class, an
+    instance or a subclass: the lookup map (factory/probe.py) decides it. A method qualifies only when it is a plain, static or class method
     or a property (no other decorator: one could keep it elsewhere), its name is not a dunder name
     (Python finds those its own ways), nothing else in the class body binds or reads the name, its
     defaults and annotations call nothing (removing it stops them running), and its class has no
@@ -161,14 +160,13 @@ def removed_bases(source, new_source):
     old, new = _parse(source), _parse(new_source)
     if old is None or new is None or len(old.body) != len(new.body):
         return []
-    out, same = [], True
+    out = []
     for a, b in zip(old.body, new.body):
         if isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef) and a.name == b.name \
                 and len(b.bases) < len(a.bases) and not a.decorator_list:
             kept = [ast.dump(x) for x in b.bases]
-            left = [ast.dump(x) for x in a.bases if ast.dump(x) in kept]
-            if left != kept or ast.dump(a.body and ast.Module(a.body, [])) != ast.dump(b.body and ast.Module(b.body, [])) \
-                    or [ast.dump(k) for k in a.keywords] != [ast.dump(k) for k in b.keywords]:
+            if [ast.dump(x) for x in a.bases if ast.dump(x) in kept] != kept \
+                    or [ast.dump(x) for x in a.body + a.keywords] != [ast.dump(x) for x in b.body + b.keywords]:
                 return []
             out.append(BaseRemoval(a.name, (a.lineno, _header_end(a))))
         elif ast.dump(a) != ast.dump(b):

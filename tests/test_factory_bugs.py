@@ -170,12 +170,17 @@ def edit(repo: Path, path: str, old: str, new: str, strategy="manual") -> Candid
     return Candidate(patch_id(patch), strategy, patch, [path], {path: sorted(changed_lines(text, after))}, "f")
 
 
+def environment_of(tmp_path_factory, name: str, files: dict[str, str]):
+    """The environment of a fixture repository, built once per test module."""
+    root = tmp_path_factory.mktemp(name)
+    git_repo(root / name, files)
+    env, _ = build_environment(str(root / name), out=root / "runs", log=lambda m: None)
+    return env
+
+
 @pytest.fixture(scope="module")
 def calc_env(base_image, tmp_path_factory):
-    root = tmp_path_factory.mktemp("calc")
-    git_repo(root / "calc", CALC)
-    env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
-    return env
+    return environment_of(tmp_path_factory, "calc", CALC)
 
 
 def test_statement_span_of_lines_no_test_ran():
@@ -847,10 +852,7 @@ MOVED = ("".join(METHODS), METHODS[2] + "\n" + METHODS[1] + METHODS[0].rstrip("\
 
 @pytest.fixture(scope="module")
 def deco_env(base_image, tmp_path_factory):
-    root = tmp_path_factory.mktemp("deco")
-    git_repo(root / "deco", DECO)
-    env, _ = build_environment(str(root / "deco"), out=root / "runs", log=lambda m: None)
-    return env
+    return environment_of(tmp_path_factory, "deco", DECO)
 
 
 def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
