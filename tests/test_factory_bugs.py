@@ -261,6 +261,20 @@ def test_lines_inserted_below_a_function_extend_its_body():
     assert tm.tests_seeing("m.py", {7, 8}, src, new) is None
 
 
+def test_later_tests_that_use_the_changed_module_are_selected():
+    """What changed code built in one test (a cache, an instance registry) can reach later tests that
+    use the same module without running the changed line: every test after the first one selected
+    that ran a line of the changed file is selected too; earlier tests and tests of other files are
+    not."""
+    src = "def build(x):\n    return [x]\n\n\ndef use(c):\n    return c[0]\n"
+    tm = TestMap(["t_before", "t_build", "t_other", "t_use"],
+                 {"m.py": {2: [1], 6: [0, 3]}, "n.py": {1: [2]}}, {"m.py": {1, 5}})
+    tm.order = ["t_before", "t_build", "t_other", "t_use"]
+    assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_use"}
+    tm.order = ["t_use", "t_build", "t_before", "t_other"]  # (the order decides: t_use ran first now)
+    assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_before"}
+
+
 def test_literal_default_changes_count_as_body_changes():
     """A signature whose only change is a literal default is a change of the function's body (a call
     reads the default); any other change outside function bodies, a decorated function, or a default
