@@ -55,7 +55,6 @@ class TestMap:
     plain_classes: list[str] = field(default_factory=list)
     """"FILE:CLASS" of the classes the lookup run saw built plainly (metaclass `type` or ABCMeta, no
     base defining __init_subclass__): nothing ran at their creation that read their bases."""
-    _users: dict[str, set[str]] = field(default_factory=dict, repr=False, compare=False)  # (a cache)
 
     @classmethod
     def from_coverage(cls, raw: dict) -> "TestMap":
@@ -150,7 +149,8 @@ class TestMap:
         inserted at its end), the tests that ran any line of that body (see gap_body). A run that
         behaves differently because of a change first reaches a changed statement, and reaching a
         statement runs at least one of its lines, so no other test can, but for what that code left
-        behind for later tests (see _and_later_users: they are selected too). None for lines at
+        behind for later tests (see _and_later: every test after the first one is selected too). None
+        for lines at
         module or class level, in a signature or decorator, or in a docstring (doctests and `__doc__`
         read those), and when that statement ran at import time.
         With `new_source` (the file after the change), a function signature whose only change is a
@@ -203,22 +203,17 @@ class TestMap:
             for m, ctxs in covered.items():
                 if first <= m <= last:
                     self._tests_of(ctxs, out)
-        return self._and_later_users(path, out)
+        return self._and_later(out)
 
-    def _and_later_users(self, path: str, out: set[str] | None) -> set[str] | None:
-        """`out` and every test that ran after the first of them (in the coverage run's order) and ran
-        any line of `path`: what the changed code built in one test (a cache, a memo, an instance
-        registry) may be used by later tests through the same module without running the changed
-        code themselves. Not followed: a later test that uses such a thing without running any line of
-        `path` (reading a module-level dict directly, say)."""
+    def _and_later(self, out: set[str] | None) -> set[str] | None:
+        """`out` and every test that ran after the first of them (in the coverage run's order): what the
+        changed code built in one test (a cache, a memo, an instance registry, a file) may reach any
+        later test, through any module, without that test running the changed code; a test that ran
+        before it cannot have seen it. (The rule TestMap.tests_noticing applies to whole files.)"""
         if not out or not self.order:
             return out
-        if path not in self._users:
-            self._users[path] = set()
-            for ctxs in self.files.get(path, {}).values():
-                self._tests_of(ctxs, self._users[path])
         first = min((i for i, t in enumerate(self.order) if t in out), default=len(self.order))
-        return out | {t for t in self.order[first + 1:] if t in self._users[path]}
+        return out | set(self.order[first + 1:])
 
     def _looking_up(self, path: str, removed) -> set[str] | None:
         """The tests that looked up any of the `removed` methods of `path`; None when the lookup run did
@@ -230,7 +225,7 @@ class TestMap:
             if indices is None or -1 in indices:
                 return None
             self._tests_of(indices, out)
-        return self._and_later_users(path, out | set(self.unwatched))
+        return self._and_later(out | set(self.unwatched))
 
     def _naming(self, root: Path | None, path: str, names: list[str]) -> set[str] | None:
         """The tests that ran a statement, in any file that ran, naming one of the classes `names` of
@@ -256,7 +251,7 @@ class TestMap:
                     return None
                 for m in range(first, last + 1):
                     self._tests_of(covered.get(m, ()), out)
-        return self._and_later_users(path, out)
+        return self._and_later(out)
 
     def covered_lines(self, path: str) -> set[int]:
         """Lines of `path` that some test executed (during a test, not at import)."""

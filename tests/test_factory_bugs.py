@@ -261,17 +261,17 @@ def test_lines_inserted_below_a_function_extend_its_body():
     assert tm.tests_seeing("m.py", {7, 8}, src, new) is None
 
 
-def test_later_tests_that_use_the_changed_module_are_selected():
-    """What changed code built in one test (a cache, an instance registry) can reach later tests that
-    use the same module without running the changed line: every test after the first one selected
-    that ran a line of the changed file is selected too; earlier tests and tests of other files are
-    not."""
+def test_tests_after_the_first_selected_one_are_selected():
+    """What changed code built in one test (a cache, an instance registry) can reach any later test
+    without that test running the changed line: every test after the first one selected is selected
+    too; earlier tests are not."""
     src = "def build(x):\n    return [x]\n\n\ndef use(c):\n    return c[0]\n"
     tm = TestMap(["t_before", "t_build", "t_other", "t_use"],
                  {"m.py": {2: [1], 6: [0, 3]}, "n.py": {1: [2]}}, {"m.py": {1, 5}})
+    assert tm.tests_seeing("m.py", {2}, src) == {"t_build"}  # (a map without the run's order)
     tm.order = ["t_before", "t_build", "t_other", "t_use"]
-    assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_use"}
-    tm.order = ["t_use", "t_build", "t_before", "t_other"]  # (the order decides: t_use ran first now)
+    assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_other", "t_use"}
+    tm.order = ["t_use", "t_other", "t_build", "t_before"]
     assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_before"}
 
 
@@ -920,13 +920,13 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
         # nothing runs, and the plain server (a real import) runs the selected test
         cand = edit(repo, "deco/core.py", "k=1", "k=2")
         sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
-        assert sel == [t + "test_late"]
+        assert t + "test_late" in sel and t + "test_double" not in sel  # (and the tests after it)
         hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
                      "setup": f"git apply {OUT}/patch.diff"}, 60)
         resp = hot._ask(hot.warm, {**hot.pytest_request(sel, 60), "hot": ["deco/core.py"]}, 60)
         assert resp.get("not_swappable") and "exit" not in resp
         resp = hot.request({**hot.pytest_request(sel, 60), "after": RESTORE}, 60, ["deco/core.py"])
-        assert Workbench.test_run(resp, 0).outcomes == {t + "test_late": "passed"}
+        assert Workbench.test_run(resp, 0).outcomes == {test: "passed" for test in sel}
         assert full.validate(cand).status == "no_failures"
     finally:
         hot.close()
@@ -954,7 +954,8 @@ def test_removed_methods_select_the_tests_that_looked_them_up(deco_env):
             source = (repo / "deco/core.py").read_text()
             assert len(removed_methods(source, new_text(source, cand.patch, "deco/core.py"))) == 1, cand.patch
             a, b = selected.validate(cand), full.validate(cand)
-            assert a.mode == "selected" and a.tests_run == 1, cand.patch  # only the test that looked it up
+            assert a.mode == "selected" and a.tests_run < len(env.passing), cand.patch  # the test that looked
+            # it up and those after it
             assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == f2p, cand.patch
             assert a.PASS_TO_PASS == b.PASS_TO_PASS, cand.patch
         cand = edit(repo, "deco/core.py", "    @classmethod\n    def make(cls):\n        return cls()\n\n", "")
@@ -976,7 +977,7 @@ def test_removed_bases_select_the_tests_that_name_the_class(deco_env):
     selected, full = Validator(env, tm, "selected"), Validator(env, tm, "full")
     try:
         a, b = selected.validate(cand), full.validate(cand)
-        assert a.mode == "selected" and a.tests_run == 1  # test_child: the one statement naming Child ran there
+        assert a.mode == "selected" and a.tests_run < len(env.passing)  # test_child (it names Child), those after
         assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == ["tests/test_core.py::test_child"]
         assert a.PASS_TO_PASS == b.PASS_TO_PASS
         cand = edit(repo, "deco/core.py", "class Maker(object):", "class Maker:")  # MADE = Maker.make() at import
