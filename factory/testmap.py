@@ -83,7 +83,7 @@ class TestMap:
 
         def indices(ctxs):
             tests = {t for c in ctxs for t in (users.get(c[len(FIXTURE):], []) if c.startswith(FIXTURE) else [c])}
-            for t in sorted(tests - set(index)):
+            for t in sorted(t for t in tests if t not in index):
                 index[t] = len(self.contexts)
                 self.contexts.append(t)
             return sorted(index[t] for t in tests)
@@ -161,7 +161,7 @@ class TestMap:
         built the same; only its line numbers differ, which the tests that run it can see. When the
         change only removes methods from classes (see removed_methods), the tests that looked one up
         in the lookup run (`lookups`) can see it: a run that behaves differently first fails to find
-        it. (As for coverage, a result computed from it and cached across tests is not followed.) When
+        it (and, as for any change, every test after the first one: see _and_later). When
         it only removes bases of module-level classes (see removed_bases), given the checkout's `root`:
         the tests that ran a statement naming one of those classes (see _naming). `removals=False` leaves
         both rules out (for changes nobody vouches for: see sandbox/envgrader.py)."""
