@@ -107,7 +107,8 @@ class Validator:
         # of every frame for the long form)
         self.pytest_args = [*env.recipe.pytest_args, "--tb=line"]
         self.passing = set(env.passing)
-        self.bench = Workbench(env.image, self.pytest_args, preload=True) if mode == "selected" else None
+        self.bench = Workbench(env.image, self.pytest_args, preload=True,
+                                collect=env.recipe.test_files) if mode == "selected" else None
 
     def validate(self, cand: Candidate) -> Validation:
         t0 = time.monotonic()

@@ -190,11 +190,16 @@ class Workbench:
     is confined to function bodies (and literal defaults) by swapping code objects and running the
     selected items of its own collection, so such a run costs no import, configuration or collection. A run
     that times out is killed with its whole process group; a server that stops answering, or an
-    untrusted run that leaves the container changed, gets a fresh container."""
+    untrusted run that leaves the container changed, gets a fresh container.
+    `collect`: the test files every run collects, selected or not ([]: pytest's own discovery), so a
+    selected run imports what a run of the whole suite imports (a test can depend on which modules
+    collection imported before it, e.g. through a warning issued once); None: a selected run collects
+    only its selection's files (quicker, for grading)."""
 
     def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False,
-                 guard: str | None = None):
+                 guard: str | None = None, collect: list[str] | None = None):
         self.image, self.pytest_args, self.workdir, self.preload = image, pytest_args, workdir, preload
+        self.collect = collect
         self.guard = guard  # runs are untrusted and go as this user; the servers guard the container
         self.container = None
         self.clean = False  # whether the tree is as RESTORE leaves it (then a request need not restore it first)
@@ -242,7 +247,7 @@ class Workbench:
         if self.preload:
             self.warm = warm[0]
             # the runs' own arguments: the server holds this collection and runs their tests on it
-            req = {"preload": probe_args(self.pytest_args), "env": {"BUGFORGE_ROOT": self.workdir},
+            req = {"preload": probe_args(self.pytest_args) + (self.collect or []), "env": {"BUGFORGE_ROOT": self.workdir},
                    "cwd": self.workdir, "log": f"{OUT}/preload.log"}
             try:
                 resp = self._ask(self.warm, req, 600)
@@ -290,7 +295,8 @@ class Workbench:
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
-        args = probe_args(self.pytest_args) + (selection_files(selection) if selection is not None else [])
+        named = self.collect if self.collect is not None or selection is None else selection_files(selection)
+        args = probe_args(self.pytest_args) + (named or [])
         env = {"PYTHONPATH": PROBE_DIR, **probe_env(self.workdir, selection, test_limit=test_limit)}
         files = {f"{OUT}/select.txt": "\n".join(selection)} if selection is not None else {}
         return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,

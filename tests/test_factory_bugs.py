@@ -796,6 +796,11 @@ DECO = {
         def scaled(x):
             return x * FACTOR
         ''',
+    "deco/extra.py": "LOADED = True\n",
+    # collected first: a later test depends on the import its collection did (a selected run collects
+    # what the whole suite collects, or test_collected_first fails there alone)
+    "tests/test_aaa.py": "import deco.extra\n\n\ndef test_extra():\n    assert deco.extra.LOADED\n",
+    "tests/test_zzz.py": "import sys\n\n\ndef test_collected_first():\n    assert 'deco.extra' in sys.modules\n",
     "tests/test_core.py": '''
         from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
@@ -891,7 +896,7 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
         # methods that change places (one of them ran at import): their code, at its new lines, runs
         (edit(repo, "deco/core.py", MOVED[0], MOVED[1]), [t + "test_where"]),
     ]
-    hot = Workbench(env.image, env.recipe.pytest_args, preload=True)
+    hot = Workbench(env.image, env.recipe.pytest_args, preload=True, collect=env.recipe.test_files)  # as validation's
     full = Validator(env, tm, "full")
     try:
         assert hot.warm is not None and hot.held  # children run on the preload's own collection
