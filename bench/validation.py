@@ -5,7 +5,8 @@ suite per candidate), on the same candidates of a real repository, in one run.
 Prints whether the two label every candidate identically, and CPU-seconds and wall-seconds per valid
 instance for each, with the ratio. CPU is the whole machine's busy time (/proc/stat), so the Docker
 daemon, container start-up (the default's warm container and its preload too) and the tests themselves
-all count.
+all count. It also prints the share of the suite's test time the default's selections must run: the
+bound on what choosing tests alone can save, whatever the runner.
 
     python bench/validation.py --repo pypi:python-dateutil==2.9.0.post0 \
         --recipe bench/recipes/python-dateutil.json --candidates 60
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from factory import build_environment  # noqa: E402
 from factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
 from factory.testmap import TestMap  # noqa: E402
-from factory.validate import Validator  # noqa: E402
+from factory.validate import Validator, selection_for  # noqa: E402
 
 
 def busy_seconds() -> float:
@@ -45,6 +46,18 @@ def run(mode: str, env, testmap, cands):
         v.close()
     print(file=sys.stderr)
     return results, busy_seconds() - cpu0, time.monotonic() - t0
+
+
+def test_time_share(env, testmap, cands) -> float:
+    """The share of the whole suite's test time (baseline durations, no start-up, import or collection)
+    that the default must run over `cands`: the tests its selection names, or the whole suite where the
+    map cannot decide. Its inverse bounds what choosing tests alone can save."""
+    dur = {t: o.duration for t, o in env.tests.items()}
+    suite, passing, ran = sum(dur.values()), set(env.passing), 0.0
+    for c in cands:
+        sel = selection_for(c.changed, testmap, passing, root=Path(env.repo_dir), diff=c.patch)
+        ran += suite if sel is None else sum(dur.get(t, 0.0) for t in sel)
+    return ran / max(suite * len(cands), 1e-9)
 
 
 def main() -> int:
@@ -76,6 +89,10 @@ def main() -> int:
         for name, c, w in rows:
             print(f"{name:<20}{c:>15.3f}{w:>16.3f}")
         print(f"ratio full/default: CPU {full_cpu / max(sel_cpu, 1e-9):.1f}x, wall {full_wall / max(sel_wall, 1e-9):.1f}x")
+    share = test_time_share(env, testmap, cands)
+    print(f"tests the default must run: {100 * share:.0f}% of the suite's test time per candidate "
+          f"(counting test time alone, at most {1 / max(share, 1e-9):.1f}x cheaper; the rest of the ratio is "
+          f"start-up, import and collection)")
     for cid in disagree[:10]:
         print("disagreement:", cid, sel[cid].status, full[cid].status, sel[cid].FAIL_TO_PASS, full[cid].FAIL_TO_PASS)
     return 0
