@@ -50,7 +50,7 @@ class EnvGrader:
         # one line per failure: grading reads outcomes, and pytest parses the source of every frame of a
         # failure for the long form (most of a short run's time when tests fail)
         self.bench = Workbench(env.image, [*env.recipe.pytest_args, "--tb=line"], preload=testmap is not None,
-                               guard=user)
+                               guard=user, collect=env.recipe.test_files)
 
     def tests_to_run(self, diff: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
         """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""

@@ -191,10 +191,10 @@ class Workbench:
     selected items of its own collection, so such a run costs no import, configuration or collection. A run
     that times out is killed with its whole process group; a server that stops answering, or an
     untrusted run that leaves the container changed, gets a fresh container.
-    `collect`: the test files every run collects, selected or not ([]: pytest's own discovery), so a
-    selected run imports what a run of the whole suite imports (a test can depend on which modules
-    collection imported before it, e.g. through a warning issued once); None: a selected run collects
-    only its selection's files (quicker, for grading)."""
+    Every run collects what the whole suite collects (`collect`: the recipe's test files; None or []:
+    pytest's own discovery) and runs its selection of that, so a selected run imports what a run of the
+    whole suite imports: a test can depend on which modules collection imported before it (a warning
+    issued once)."""
 
     def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False,
                  guard: str | None = None, collect: list[str] | None = None):
@@ -295,8 +295,7 @@ class Workbench:
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
-        named = self.collect if self.collect is not None or selection is None else selection_files(selection)
-        args = probe_args(self.pytest_args) + (named or [])
+        args = probe_args(self.pytest_args) + (self.collect or [])
         env = {"PYTHONPATH": PROBE_DIR, **probe_env(self.workdir, selection, test_limit=test_limit)}
         files = {f"{OUT}/select.txt": "\n".join(selection)} if selection is not None else {}
         return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
