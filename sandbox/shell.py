@@ -2,7 +2,9 @@
 variables, functions) survives between commands, a command costs one write and one read on an open
 socket, and a command that runs too long is interrupted with ^C like a person would — the shell
 stays. If ^C does not stop it, its process group is killed; if even that fails, every process in the
-container is killed (a restart: the filesystem stays) and a new shell starts."""
+container is killed (a restart: the filesystem stays) and a new shell starts. Job control is off
+(`set +m`): a background job that ends during a later command is not announced ("[1]+ Done ...") in
+that command's output."""
 from __future__ import annotations
 
 import base64
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from sandbox.stream import ExecStream, StreamClosed
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-SETUP = "stty -echo -onlcr -icanon min 1; PS1=''; PS2=''; PROMPT_COMMAND=''; unset HISTFILE; set +o history; echo \"$$\""
+SETUP = "stty -echo -onlcr -icanon min 1; set +m; PS1=''; PS2=''; PROMPT_COMMAND=''; unset HISTFILE; set +o history; echo \"$$\""
 
 
 @dataclass

@@ -71,6 +71,10 @@ def test_shell_keeps_state_and_reports_exit_codes(runtime, instances):
     assert s.run("echo \x03 typed").output == "\x03 typed\n"  # ... nor keys when typed in a command
     assert s.run("cat").output == ""  # stdin is empty, never the terminal
     assert s.run("head -c 300 /dev/urandom | wc -c").output.strip() == "300"
+    # a background job that ends later is not announced ("[1]+  Done ...") in some later command's output
+    assert s.run("sleep 0.2 & echo started").output.endswith("started\n")
+    assert s.run("sleep 0.5").output == ""
+    assert s.run("echo after").output == "after\n"
 
 
 def test_timeout_interrupts_and_shell_survives(runtime, instances):
