@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sandbox.stream import ExecStream, StreamClosed
 
+FORK_FAILED = re.compile(r"\bfork: (retry: )?Resource temporarily unavailable")  # bash's, sh's words
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 SETUP = "stty -echo -onlcr -icanon min 1; set +m; PS1=''; PS2=''; PROMPT_COMMAND=''; unset HISTFILE; set +o history; echo \"$$\""
 
@@ -74,12 +75,14 @@ class Shell:
             return RunResult(what, code, seconds=time.monotonic() - t0, shell_restarted=True)
         if out.endswith("\n") and (timed_out or rc is None):
             out = out[:-1]  # the newline that ^C left
-        starved = "Resource temporarily unavailable" in out  # bash's words when fork() fails
-        if (timed_out or starved) and self._crowded():  # e.g. a fork bomb's jobs, still forking
+        starved = "Resource temporarily unavailable" in out  # the words of fork() failing (and of EAGAIN)
+        # a fork bomb's jobs, still forking: the command could not fork until it timed out, or half the
+        # pids limit is still in use (killing the session's processes one by one races with their forking)
+        if (timed_out and FORK_FAILED.search(out)) or ((timed_out or starved) and self._crowded()):
             self.close()
             self._kill_everything()
             self._open()
-            out += "\n[the command left half the sandbox's process limit in use: every process was killed (files are kept); a new shell was started]"
+            out += "\n[the sandbox's process limit is held by running processes (a fork bomb?): every process was killed (files are kept); a new shell was started]"
             return RunResult(out, rc, timed_out, truncated, time.monotonic() - t0, shell_restarted=True)
         return RunResult(out, rc, timed_out, truncated, time.monotonic() - t0)
 
