@@ -14,6 +14,7 @@ bound on what choosing tests alone can save, whatever the runner.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -48,16 +49,33 @@ def run(mode: str, env, testmap, cands):
     return results, busy_seconds() - cpu0, time.monotonic() - t0
 
 
-def test_time_share(env, testmap, cands) -> float:
-    """The share of the whole suite's test time (baseline durations, no start-up, import or collection)
-    that the default must run over `cands`: the tests its selection names, or the whole suite where the
-    map cannot decide. Its inverse bounds what choosing tests alone can save."""
+def test_time_shares(env, testmap, cands) -> dict[str, float]:
+    """Shares of the whole suite's test time (baseline durations, no start-up, import or collection)
+    that a rule must run over `cands`, the whole suite where the map cannot decide; the inverse of a
+    share bounds what choosing tests by that rule can save. "default": the default's selections (the
+    tests that ran a changed line and every test after the first of them). "per-file": the same if
+    each test file ran in a fresh process in both modes (a different label semantics; later tests only
+    to the file's end). "direct": only the tests that ran a changed line (unsound: state left behind)."""
     dur = {t: o.duration for t, o in env.tests.items()}
-    suite, passing, ran = sum(dur.values()), set(env.passing), 0.0
+    suite, passing, root = sum(dur.values()), set(env.passing), Path(env.repo_dir)
+    unordered = dataclasses.replace(testmap, order=[])  # no later tests: the direct selection
+    position = {t: i for i, t in enumerate(testmap.order)}
+    ran = {"default": 0.0, "per-file": 0.0, "direct": 0.0}
     for c in cands:
-        sel = selection_for(c.changed, testmap, passing, root=Path(env.repo_dir), diff=c.patch)
-        ran += suite if sel is None else sum(dur.get(t, 0.0) for t in sel)
-    return ran / max(suite * len(cands), 1e-9)
+        sel = selection_for(c.changed, testmap, passing, root=root, diff=c.patch)
+        direct = selection_for(c.changed, unordered, passing, root=root, diff=c.patch)
+        if sel is None or direct is None:
+            for rule in ran:
+                ran[rule] += suite
+            continue
+        first: dict[str, int] = {}
+        for t in direct:
+            f = t.split("::")[0]
+            first[f] = min(first.get(f, len(position)), position.get(t, len(position)))
+        per_file = set(direct) | {t for t, i in position.items() if i > first.get(t.split("::")[0], len(position))}
+        for rule, tests in (("default", sel), ("per-file", per_file), ("direct", direct)):
+            ran[rule] += sum(dur.get(t, 0.0) for t in tests)
+    return {rule: v / max(suite * len(cands), 1e-9) for rule, v in ran.items()}
 
 
 def main() -> int:
@@ -89,10 +107,14 @@ def main() -> int:
         for name, c, w in rows:
             print(f"{name:<20}{c:>15.3f}{w:>16.3f}")
         print(f"ratio full/default: CPU {full_cpu / max(sel_cpu, 1e-9):.1f}x, wall {full_wall / max(sel_wall, 1e-9):.1f}x")
-    share = test_time_share(env, testmap, cands)
-    print(f"tests the default must run: {100 * share:.0f}% of the suite's test time per candidate "
-          f"(counting test time alone, at most {1 / max(share, 1e-9):.1f}x cheaper; the rest of the ratio is "
-          f"start-up, import and collection)")
+    shares = test_time_shares(env, testmap, cands)
+    print(f"tests the default must run: {100 * shares['default']:.0f}% of the suite's test time per candidate "
+          f"(counting test time alone, at most {1 / max(shares['default'], 1e-9):.1f}x cheaper; the rest of the "
+          f"ratio is start-up, import and collection)")
+    print("the same share for other rules (host-side, from the map): "
+          + ", ".join(f"{rule} {100 * v:.0f}% ({1 / max(v, 1e-9):.1f}x)" for rule, v in shares.items()
+                      if rule != "default")
+          + "  [per-file: each test file in a fresh process in both modes; direct: unsound, state left behind]")
     for cid in disagree[:10]:
         print("disagreement:", cid, sel[cid].status, full[cid].status, sel[cid].FAIL_TO_PASS, full[cid].FAIL_TO_PASS)
     return 0
