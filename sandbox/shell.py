@@ -1,7 +1,8 @@
 """A persistent bash inside a container, over one open exec stream with a terminal: state (cwd,
 variables, functions) survives between commands, a command costs one write and one read on an open
 socket, and a command that runs too long is interrupted with ^C like a person would — the shell
-stays. If ^C does not stop it, its process group is killed; if even that fails, every process in the
+stays. If ^C does not stop it, the session's other processes are killed; if even that fails, or the
+command starved for processes (a fork bomb's jobs holding the pids limit), every process in the
 container is killed (a restart: the filesystem stays) and a new shell starts. Job control is off
 (`set +m`): a background job that ends during a later command is not announced ("[1]+ Done ...") in
 that command's output."""

@@ -134,8 +134,8 @@ def test_hostile_commands_are_contained(runtime, instances):
     r = a.run(":(){ :|:& };:", timeout=5)
     assert b.run("echo b alive").output == "b alive\n"  # other sessions keep answering
     # its own session comes back too: a command that cannot fork finds the bomb's jobs still holding the
-    # pids and times out; its recovery kills them (the session's processes, or, when half the pids limit
-    # is still in use, every process: a container restart, files kept), and a later command runs
+    # pids and times out; its recovery kills every process (a container restart, files kept) when it
+    # could not fork or half the pids limit is still in use, and a later command runs
     for _ in range(3):
         r = a.run("ls /testbed/.git/HEAD", timeout=10)
         if r.output == "/testbed/.git/HEAD\n":
