@@ -161,8 +161,26 @@ class TestRun:
     timed_out: bool = False
     running: str | None = None
     """The test that was running when the run was killed, if any."""
+    limit: float | None = None
+    """The CPU-seconds limit that test ran past, when that is what ended the run (factory/probe.py)."""
     wall: float = 0.0
     log_tail: str = ""
+
+
+@dataclass
+class TestLimits:
+    """CPU-seconds one test may take (setup and teardown included) before its run counts as a timeout
+    (factory/probe.py watches; factory/validate.test_limits sets them)."""
+
+    __test__ = False  # not a pytest test class
+
+    default: float
+    slow: dict[str, float] = field(default_factory=dict)
+    """node id -> seconds, for the tests allowed more than `default` (the slow ones at baseline)."""
+
+    def lines(self) -> str:
+        """The BUGFORGE_TEST_LIMITS file: `NODE ID<TAB>SECONDS` a line."""
+        return "".join(f"{t}\t{s:g}\n" for t, s in sorted(self.slow.items()))
 
 
 @dataclass
@@ -198,7 +216,8 @@ class Validation:
     tests_run: int = 0
     seconds: float = 0.0
     messages: dict[str, str] = field(default_factory=dict)
-    """F2P test -> failure message with the bug (for problem statements)."""
+    """F2P test -> failure message with the bug (for problem statements); for a timeout, the test that
+    was running -> what ended it."""
 
 
 @dataclass

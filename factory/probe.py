@@ -25,7 +25,8 @@ Environment: BUGFORGE_REPORT (path of the JSONL report), BUGFORGE_COVERAGE (path
 JSON; unset = no coverage), BUGFORGE_LOOKUPS (path of the lookup map JSON; unset = no lookup run), BUGFORGE_ROOT (source root, default /testbed), BUGFORGE_SELECT (a file of
 node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds of the test thread one test
 may take, setup and teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
-`timeout` event naming the test and exits with 124). CPU time, because wall time on a busy machine
+`timeout` event naming the test and exits with 124), BUGFORGE_TEST_LIMITS (a file of `NODE ID<TAB>SECONDS`
+lines: the tests allowed more than that, slow ones). CPU time, because wall time on a busy machine
 varies with the load and the label must not.
 
 The per-test limit is what makes validation's `timeout` label the same whichever tests a mode runs: a
@@ -54,7 +55,8 @@ _cov = None
 _results = {}
 _current = [""]  # the node id of the test running now
 _started = [0.0, 0.0]  # when it started: (wall, CPU) seconds
-_limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
+_limit = 0.0  # seconds one test may take (0: no limit) ...
+_limits = {}  # ... or, for the node ids here, these (see _load_limits)
 _fixture_users = {}  # fixture name -> node ids of the tests that use it
 
 _context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
@@ -278,13 +280,30 @@ def _cpu():
         return time.process_time()
 
 
+def _load_limits():
+    """The limits this run's environment names (BUGFORGE_TEST_LIMIT, BUGFORGE_TEST_LIMITS)."""
+    global _limit, _limits
+    _limit, _limits = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0), {}
+    path = os.environ.get("BUGFORGE_TEST_LIMITS")
+    if path and _limit > 0:
+        with open(path) as f:
+            for line in f:
+                nodeid, _, seconds = line.rstrip("\n").rpartition("\t")
+                if nodeid:
+                    _limits[nodeid] = float(seconds)
+
+
+_load_limits()
+
+
 def _watchdog():
-    """A test past the limit ends the run: record it, then exit (the caller kills what is left)."""
+    """A test past its limit ends the run: record it, then exit (the caller kills what is left)."""
     while True:
         time.sleep(min(0.05, _limit / 10))
         nodeid, (wall, cpu) = _current[0], _started
-        if nodeid and (_cpu() - cpu > _limit or time.monotonic() - wall > 3 * _limit):
-            _emit({"event": "timeout", "nodeid": nodeid, "limit": _limit})
+        limit = _limits.get(nodeid, _limit)
+        if nodeid and (_cpu() - cpu > limit or time.monotonic() - wall > 3 * limit):
+            _emit({"event": "timeout", "nodeid": nodeid, "limit": limit})
             os._exit(124)
 
 

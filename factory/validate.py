@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bugforge.records import Candidate, EnvRecord, TestRun, Validation
+from bugforge.records import Candidate, EnvRecord, TestLimits, TestRun, Validation
 from factory.patches import new_text
 from factory.testmap import TestMap
 from sandbox.grading import labels
@@ -59,13 +59,13 @@ def _source(root: Path | None, path: str) -> str | None:
         return None
 
 
-def default_test_limit(env: EnvRecord) -> float:
-    """CPU-seconds one test may take before the candidate counts as a timeout (factory/probe.py): ten
-    times the slowest test at baseline, and never under 10. The same limit in every mode gives the same
-    label whichever tests a mode runs (a run's total time depends on how many tests it runs; one test's
-    does not), and a hang is found in seconds, not after the whole run's budget."""
-    slowest = max((o.duration for o in env.tests.values()), default=0.0)
-    return round(max(10.0, 10 * slowest), 1)
+def test_limits(env: EnvRecord, floor: float = 10.0) -> TestLimits:
+    """CPU-seconds each test may take before the candidate counts as a timeout (factory/probe.py): ten
+    times the test's own baseline time, and never under `floor`. A limit of the test alone gives the
+    same label in every mode, whichever tests a mode runs (a run's total time depends on how many tests
+    it runs; one test's does not); and one of its own finds a hang in a fast test in seconds even where
+    the suite has a test that takes minutes."""
+    return TestLimits(floor, {t: round(10 * o.duration, 1) for t, o in env.tests.items() if 10 * o.duration > floor})
 
 
 def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: str) -> Validation:
@@ -73,6 +73,9 @@ def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: st
     v = Validation(cand.id, "", mode=mode, tests_run=len(run.outcomes), seconds=round(run.wall, 3))
     if run.timed_out:
         v.status = "timeout"
+        if run.running:
+            v.messages = {run.running: f"ran past its limit of {run.limit:g} CPU-seconds" if run.limit
+                          else "still running when the run's time was up"}
         return v
     if run.collect_errors and not run.outcomes:
         ran = passing  # nothing could even be collected: every selected test failed
@@ -95,13 +98,13 @@ class Validator:
     """Validates candidates of one environment. One instance per worker thread."""
 
     def __init__(self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60,
-                 test_limit: float | None = None):
+                 test_limit: float = 10.0):
         if mode not in MODES:
             raise ValueError(f"unknown validation mode {mode!r}; use one of {MODES}")
         self.env, self.testmap, self.mode = env, testmap, mode
         # a bug may slow tests down, and must not hang: allow the suite's time several times over
         self.timeout = max(timeout, 5 * env.suite_seconds + 10)
-        self.test_limit = test_limit or default_test_limit(env)
+        self.test_limit = test_limits(env, test_limit)  # (seconds for a test that is not slow)
         # one line per failure: outcomes and failure messages are the same, and a bug that fails hundreds
         # of tests no longer spends seconds per failure formatting tracebacks (pytest parses the source
         # of every frame for the long form)

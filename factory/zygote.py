@@ -466,7 +466,7 @@ def _run_child(req, cwd, log, guard, plan=None):
             if probe is not None:  # loaded by the preload, without a report: this run's report and limit
                 path = os.environ.get("BUGFORGE_REPORT")
                 probe._out = open(path, "a", buffering=1) if path else None
-                probe._limit = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0)
+                probe._load_limits()
             held = HELD and probe is not None and req["args"][:len(HELD["args"])] == HELD["args"]
             code = _run_held(req, fd) if held else pytest.main(req["args"])
             sys.stdout.flush()

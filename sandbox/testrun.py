@@ -16,7 +16,7 @@ import docker.errors
 import requests
 
 from bugforge.engine import LABEL, client
-from bugforge.records import TestRun
+from bugforge.records import TestLimits, TestRun
 from sandbox.stream import ExecStream, StreamClosed
 
 PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
@@ -53,10 +53,10 @@ def probe_args(pytest_args: list[str]) -> list[str]:
 
 
 def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool = False,
-              test_limit: float | None = None, lookups: bool = False) -> dict[str, str]:
+              test_limit: TestLimits | None = None, lookups: bool = False) -> dict[str, str]:
     """What the probe reads from the environment (factory/probe.py): where to write its report, the
     tree's root, the selection's file (written to {OUT}/select.txt), the coverage map's file, the
-    lookup map's file, and the seconds one test may take."""
+    lookup map's file, and the seconds one test may take (the slow tests' in {OUT}/limits.txt)."""
     env = {"BUGFORGE_REPORT": f"{OUT}/report.jsonl", "BUGFORGE_ROOT": workdir}
     if selection is not None:
         env["BUGFORGE_SELECT"] = f"{OUT}/select.txt"
@@ -65,7 +65,9 @@ def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool =
     if lookups:
         env["BUGFORGE_LOOKUPS"] = f"{OUT}/lookups.json"
     if test_limit:
-        env["BUGFORGE_TEST_LIMIT"] = f"{test_limit:g}"
+        env["BUGFORGE_TEST_LIMIT"] = f"{test_limit.default:g}"
+        if test_limit.slow:
+            env["BUGFORGE_TEST_LIMITS"] = f"{OUT}/limits.txt"
     return env
 
 
@@ -76,7 +78,7 @@ def selection_files(selection: list[str]) -> list[str]:
 
 def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
                    test_files: list[str] | None = None, workdir: str = "/testbed",
-                   test_limit: float | None = None, lookups: bool = False) -> str:
+                   test_limit: TestLimits | None = None, lookups: bool = False) -> str:
     """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
     `test_limit`: seconds one test may take (factory/probe.py)."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit, lookups).items())
@@ -88,7 +90,7 @@ def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage
 def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
               coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
               setup: str = "", files: dict[str, bytes] | None = None,
-              workdir: str = "/testbed", test_limit: float | None = None,
+              workdir: str = "/testbed", test_limit: TestLimits | None = None,
               lookups: bool = False) -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
     Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}, or
@@ -104,6 +106,8 @@ def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None
         c.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         if selection is not None:
             c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
+        if test_limit and test_limit.slow:
+            c.put_archive(OUT, _file_archive("limits.txt", test_limit.lines().encode()))
         for name, data in (files or {}).items():
             c.put_archive(OUT, _file_archive(name, data))
         c.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
@@ -176,8 +180,8 @@ def _parse_report(data: bytes, run: TestRun) -> None:
             started = None
         elif ev == "collect_error":
             run.collect_errors[r["nodeid"]] = r.get("message", "")
-        elif ev == "timeout":  # a test ran past BUGFORGE_TEST_LIMIT
-            run.timed_out = True
+        elif ev == "timeout":  # a test ran past its limit (BUGFORGE_TEST_LIMIT, BUGFORGE_TEST_LIMITS)
+            run.timed_out, run.limit = True, r.get("limit")
     if run.timed_out:
         run.running = started
 
@@ -292,12 +296,14 @@ class Workbench:
                           or (req.get("after") == RESTORE and not resp.get("setup_rc")))
         return resp
 
-    def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: float | None = None) -> dict:
+    def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: TestLimits | None = None) -> dict:
         """The part of a request that runs pytest with the probe on `selection` (None = the whole suite);
         `test_limit`: seconds one test may take (factory/probe.py)."""
         args = probe_args(self.pytest_args) + (self.collect or [])
         env = {"PYTHONPATH": PROBE_DIR, **probe_env(self.workdir, selection, test_limit=test_limit)}
         files = {f"{OUT}/select.txt": "\n".join(selection)} if selection is not None else {}
+        if test_limit and test_limit.slow:
+            files[f"{OUT}/limits.txt"] = test_limit.lines()
         return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
                 "report": f"{OUT}/report.jsonl"}
 
@@ -309,7 +315,7 @@ class Workbench:
         return run
 
     def run(self, patch: str, selection: list[str] | None, timeout: float = 120,
-            hot: list[str] | None = None, test_limit: float | None = None) -> tuple[TestRun, bool]:
+            hot: list[str] | None = None, test_limit: TestLimits | None = None) -> tuple[TestRun, bool]:
         """(the run, whether the patch applied). selection None = the whole suite."""
         start = time.monotonic()
         resp = self.request({"files": {f"{OUT}/patch.diff": patch}, "before": RESTORE,

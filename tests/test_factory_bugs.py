@@ -4,6 +4,7 @@ official SWE-bench harness agreeing with our exports. Real containers and reposi
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -567,16 +568,21 @@ def test_infinite_loop_is_caught_by_the_timeout(calc_env):
         assert ok.status == "valid"
     finally:
         v.close()
-    # with a whole-run budget far away, the per-test limit catches the hang, in both modes alike
-    for mode in ("selected", "full"):
-        v = Validator(calc_env, TestMap.load(Path(calc_env.testmap)), mode, test_limit=2)
-        v.timeout = 300
-        try:
-            t0 = time.monotonic()
-            result = v.validate(cand)
-            assert result.status == "timeout" and time.monotonic() - t0 < 60, (mode, result)
-        finally:
-            v.close()
+    # with a whole-run budget far away, the per-test limit catches the hang, in both modes alike; each test
+    # may take ten times its own baseline time: a test recorded as slow (0.3 s) gets 3 s instead of the 2
+    hang = "tests/test_ops.py::test_countdown"
+    slow = dataclasses.replace(calc_env.tests[hang], duration=0.3)
+    for env, limit in ((calc_env, 2), (dataclasses.replace(calc_env, tests={**calc_env.tests, hang: slow}), 3)):
+        for mode in ("selected", "full"):
+            v = Validator(env, TestMap.load(Path(env.testmap)), mode, test_limit=2)
+            v.timeout = 300
+            try:
+                t0 = time.monotonic()
+                result = v.validate(cand)
+                assert result.status == "timeout" and time.monotonic() - t0 < 60, (mode, result)
+                assert result.messages == {hang: f"ran past its limit of {limit} CPU-seconds"}, (mode, result)
+            finally:
+                v.close()
 
 
 def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
