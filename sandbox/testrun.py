@@ -27,7 +27,12 @@ OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
 OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
 HOST = socket.gethostname()
-RESTORE = "git reset -q --hard && git clean -fdq"
+IGNORED = "/var/lib/bugforge-ignored"  # the ignored files and directories the tree had when the container started
+IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard --directory"
+# back to the committed tree, less anything a run left behind, ignored files included (a .hypothesis
+# database, a cache a test wrote): those that were there at the start (a built extension) stay
+RESTORE = (f"git reset -q --hard && git clean -fdq && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
+           "| tr '\\n' '\\0' | xargs -0r rm -rf -- ; }")
 PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (factory/zygote.py)
 
 
@@ -261,6 +266,9 @@ class Workbench:
             if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
                 self.warm.close()
                 self.warm = None
+        # what RESTORE keeps: the ignored files there now, the preload's collection's among them (a fresh
+        # run's collection makes them again); anything a run leaves later goes
+        self._ask(self.server, {"before": f"{IGNORED_NOW} > {IGNORED}"}, 120)
         for server in (self.server, self.warm) if self.guard else ():
             self._ask(server, {"guard": self.guard, "cwd": self.workdir, "out": OUT, "after": RESTORE}, 120)
 
