@@ -163,20 +163,25 @@ class TestRun:
     """The test that was running when the run was killed, if any."""
     limit: float | None = None
     """The CPU-seconds limit that test ran past, when that is what ended the run (factory/probe.py)."""
+    budget: float | None = None
+    """The wall-seconds budget the run's tests ran past together, when that is what ended the run."""
     wall: float = 0.0
     log_tail: str = ""
 
 
 @dataclass
 class TestLimits:
-    """CPU-seconds one test may take (setup and teardown included) before its run counts as a timeout
-    (factory/probe.py watches; factory/validate.test_limits sets them)."""
+    """CPU-seconds one test may take (setup and teardown included), and wall-seconds a run's tests may
+    take together, before the run counts as a timeout (factory/probe.py watches; factory/validate.py
+    sets them)."""
 
     __test__ = False  # not a pytest test class
 
     default: float
     slow: dict[str, float] = field(default_factory=dict)
     """node id -> seconds, for the tests allowed more than `default` (the slow ones at baseline)."""
+    budget: float = 0.0
+    """Wall-seconds the run's tests may take together (0: no budget)."""
 
     def lines(self) -> str:
         """The BUGFORGE_TEST_LIMITS file: `NODE ID<TAB>SECONDS` a line."""
@@ -217,7 +222,7 @@ class Validation:
     seconds: float = 0.0
     messages: dict[str, str] = field(default_factory=dict)
     """F2P test -> failure message with the bug (for problem statements); for a timeout, the test that
-    was running -> what ended it."""
+    was running ("" for none) -> what ended it."""
 
 
 @dataclass

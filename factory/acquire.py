@@ -141,8 +141,11 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
 
 
 def _copy_tree(src: Path, dest: Path) -> None:
+    inside = {dest.resolve(), *dest.resolve().parents}  # where the copy goes (an --out inside the source)
+
     def ignore(d, names):
-        return [n for n in names if n in SKIP_DIRS or n.endswith((".pyc", ".egg-info"))]
+        return [n for n in names if n in SKIP_DIRS or n.endswith((".pyc", ".egg-info"))
+                or (Path(d) / n).resolve() in inside]
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(src, dest, ignore=ignore, symlinks=True)

@@ -53,6 +53,12 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     if runs < 2:
         raise BugforgeError(f"--runs {runs} cannot detect flaky tests", "use --runs 2 or more (default 3)")
     recipe_override = load_recipe(recipe_path) if recipe_path else None
+    local = Path(source).expanduser().resolve()
+    if local.is_dir():  # the environment's directory must not be, or hold, the source (it replaces repo/)
+        env_dir = (Path(out) / slug(local.name)).resolve()
+        if env_dir == local or env_dir in local.parents:
+            raise BugforgeError(f"the environment's directory {env_dir} would hold the source {local}",
+                                "pass --out a directory outside the source repository")
     staging = Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
     shutil.rmtree(staging, ignore_errors=True)
     log(f"acquire: {source}{' @ ' + commit if commit else ''}")

@@ -27,11 +27,16 @@ node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (CPU-seconds of the
 may take, setup and teardown included, or three times as many wall-seconds for a test that waits; past it the run records a
 `timeout` event naming the test and exits with 124), BUGFORGE_TEST_LIMITS (a file of `NODE ID<TAB>SECONDS`
 lines: the tests allowed more than that, slow ones). CPU time, because wall time on a busy machine
-varies with the load and the label must not.
+varies with the load and the label must not. BUGFORGE_RUN_BUDGET (wall-seconds the run's tests may take
+together, setup and teardown included; past it the run records a `timeout` event with the budget and
+exits with 124).
 
 The per-test limit is what makes validation's `timeout` label the same whichever tests a mode runs: a
 test that hangs hangs in every run that includes it, and a test that does not run a changed line runs as
-it did at baseline. It also finds a hang in seconds instead of after a whole-run budget.
+it did at baseline. It also finds a hang in seconds instead of after a whole-run budget. A bug that slows many tests, none
+past its own limit, is what the run budget is for: validation gives a run the suite's budget less the
+baseline time of the tests it leaves out (those cannot see the change), so every mode judges the same
+total.
 """
 import abc
 import builtins
@@ -57,6 +62,8 @@ _current = [""]  # the node id of the test running now
 _started = [0.0, 0.0]  # when it started: (wall, CPU) seconds
 _limit = 0.0  # seconds one test may take (0: no limit) ...
 _limits = {}  # ... or, for the node ids here, these (see _load_limits)
+_budget = 0.0  # wall-seconds the run's tests may take together (0: no budget)
+_spent = [0.0]  # wall-seconds the run's finished tests took
 _fixture_users = {}  # fixture name -> node ids of the tests that use it
 
 _context = [""]  # coverage's context now: a test's node id, "fixture:NAME", or "" (imports, collection)
@@ -281,9 +288,11 @@ def _cpu():
 
 
 def _load_limits():
-    """The limits this run's environment names (BUGFORGE_TEST_LIMIT, BUGFORGE_TEST_LIMITS)."""
-    global _limit, _limits
+    """The limits this run's environment names (BUGFORGE_TEST_LIMIT, BUGFORGE_TEST_LIMITS,
+    BUGFORGE_RUN_BUDGET)."""
+    global _limit, _limits, _budget
     _limit, _limits = float(os.environ.get("BUGFORGE_TEST_LIMIT") or 0), {}
+    _budget, _spent[0] = float(os.environ.get("BUGFORGE_RUN_BUDGET") or 0), 0.0
     path = os.environ.get("BUGFORGE_TEST_LIMITS")
     if path and _limit > 0:
         with open(path) as f:
@@ -296,19 +305,27 @@ def _load_limits():
 _load_limits()
 
 
+def watching():
+    return _limit > 0 or _budget > 0
+
+
 def _watchdog():
-    """A test past its limit ends the run: record it, then exit (the caller kills what is left)."""
+    """A test past its limit, or tests past the run's budget, end the run: record it, then exit (the
+    caller kills what is left)."""
     while True:
-        time.sleep(min(0.05, _limit / 10))
+        time.sleep(min(0.05, _limit / 10) if _limit > 0 else 0.05)
         nodeid, (wall, cpu) = _current[0], _started
         limit = _limits.get(nodeid, _limit)
-        if nodeid and (_cpu() - cpu > limit or time.monotonic() - wall > 3 * limit):
+        if nodeid and limit > 0 and (_cpu() - cpu > limit or time.monotonic() - wall > 3 * limit):
             _emit({"event": "timeout", "nodeid": nodeid, "limit": limit})
+            os._exit(124)
+        if _budget > 0 and _spent[0] + (time.monotonic() - wall if nodeid else 0) > _budget:
+            _emit({"event": "timeout", "nodeid": nodeid, "budget": _budget})
             os._exit(124)
 
 
 def pytest_sessionstart(session):
-    if _limit > 0:
+    if watching():
         threading.Thread(target=_watchdog, name="bugforge-watchdog", daemon=True).start()
 
 
@@ -343,6 +360,7 @@ def pytest_runtest_protocol(item, nextitem):
     _current[0] = item.nodeid
     yield
     _current[0] = ""
+    _spent[0] += time.monotonic() - _started[0]
     if _tracking:
         _switch("")
     r = _results.pop(item.nodeid, None)

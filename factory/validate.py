@@ -12,6 +12,7 @@ function bodies into the live functions instead of importing and collecting agai
 produce the same labels; `bench/validation.py` checks that and measures the difference in cost."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -73,9 +74,13 @@ def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: st
     v = Validation(cand.id, "", mode=mode, tests_run=len(run.outcomes), seconds=round(run.wall, 3))
     if run.timed_out:
         v.status = "timeout"
-        if run.running:
+        if run.budget:
+            v.messages = {run.running or "": "the tests together ran past five times the suite's time"}
+        elif run.running:
             v.messages = {run.running: f"ran past its limit of {run.limit:g} CPU-seconds" if run.limit
                           else "still running when the run's time was up"}
+        else:
+            v.messages = {"": "the run's time was up outside any test (start-up, collection or exit)"}
         return v
     if run.collect_errors and not run.outcomes:
         ran = passing  # nothing could even be collected: every selected test failed
@@ -102,8 +107,14 @@ class Validator:
         if mode not in MODES:
             raise ValueError(f"unknown validation mode {mode!r}; use one of {MODES}")
         self.env, self.testmap, self.mode = env, testmap, mode
-        # a bug may slow tests down, and must not hang: allow the suite's time several times over
-        self.timeout = max(timeout, 5 * env.suite_seconds + 10)
+        # a bug may slow tests down, and must not hang: besides each test's own limit, the tests may take
+        # the suite's time five times over together. The probe watches that budget over the tests a run
+        # runs, and a run gets it less the baseline time of the tests it leaves out (they cannot see the
+        # change): every mode judges the same total, so a bug that slows many tests gets the same label.
+        self.budget = max(timeout, 5 * env.suite_seconds + 10)
+        self.durations = {t: o.duration for t, o in env.tests.items()}
+        outside = max(0.0, env.suite_seconds - sum(self.durations.values()))  # start-up, collection, exit
+        self.timeout = self.budget + max(30.0, 5 * outside)  # the whole run's: a backstop
         self.test_limit = test_limits(env, test_limit)  # (seconds for a test that is not slow)
         # one line per failure: outcomes and failure messages are the same, and a bug that fails hundreds
         # of tests no longer spends seconds per failure formatting tracebacks (pytest parses the source
@@ -113,13 +124,20 @@ class Validator:
         self.bench = Workbench(env.image, self.pytest_args, preload=True,
                                 collect=env.recipe.test_files) if mode == "selected" else None
 
+    def limits(self, ran: list[str] | None) -> TestLimits:
+        """The limits of a run of `ran` (None: the whole suite): each test's own, and the budget less what
+        the tests left out took at baseline."""
+        kept = set(ran or ())
+        left_out = 0.0 if ran is None else sum(d for t, d in self.durations.items() if t not in kept)
+        return dataclasses.replace(self.test_limit, budget=round(self.budget - left_out, 3))
+
     def validate(self, cand: Candidate) -> Validation:
         t0 = time.monotonic()
         if self.mode == "full":
             setup = "cd /testbed && git apply /tmp/bugforge-out/patch.diff || exit 97"
             run, _ = run_tests(self.env.image, self.pytest_args, timeout=self.timeout, setup=setup,
                                files={"patch.diff": cand.patch.encode()}, test_files=self.env.recipe.test_files,
-                               test_limit=self.test_limit)
+                               test_limit=self.limits(None))
             if run.exit_code == 97 and not run.outcomes:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
@@ -128,12 +146,12 @@ class Validator:
             if sel == []:
                 return Validation(cand.id, "unreached", mode="selected", seconds=round(time.monotonic() - t0, 3))
             hot = sorted(cand.changed) if sel is not None else None  # coverage decided: no import-time lines
-            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot, test_limit=self.test_limit)
+            run, applied = self.bench.run(cand.patch, sel, timeout=self.timeout, hot=hot, test_limit=self.limits(sel))
             if not applied:
                 return Validation(cand.id, "apply_failed", mode="selected", seconds=round(time.monotonic() - t0, 3))
             if sel is not None and run.collect_errors:  # the change reached import time after all: run them all
                 sel = None
-                run, _ = self.bench.run(cand.patch, None, timeout=self.timeout, test_limit=self.test_limit)
+                run, _ = self.bench.run(cand.patch, None, timeout=self.timeout, test_limit=self.limits(None))
             v = judge(cand, self.env, run, self.passing if sel is None else set(sel),
                       "suite" if sel is None else "selected")
         v.seconds = round(time.monotonic() - t0, 3)

@@ -302,7 +302,7 @@ def _run_held(req, log_fd):
     probe = sys.modules["bugforge_probe"]  # loaded by the preload (-p bugforge_probe)
     session = HELD["session"]
     config = session.config
-    if probe._limit > 0:  # (started at the session's start, which was the preload's)
+    if probe.watching():  # (started at the session's start, which was the preload's)
         threading.Thread(target=probe._watchdog, name="bugforge-watchdog", daemon=True).start()
     items = list(session.items)
     probe.pytest_collection_modifyitems(session, config, items)  # BUGFORGE_SELECT: exactly those

@@ -73,6 +73,8 @@ def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool =
         env["BUGFORGE_TEST_LIMIT"] = f"{test_limit.default:g}"
         if test_limit.slow:
             env["BUGFORGE_TEST_LIMITS"] = f"{OUT}/limits.txt"
+        if test_limit.budget:
+            env["BUGFORGE_RUN_BUDGET"] = f"{test_limit.budget:g}"
     return env
 
 
@@ -185,8 +187,8 @@ def _parse_report(data: bytes, run: TestRun) -> None:
             started = None
         elif ev == "collect_error":
             run.collect_errors[r["nodeid"]] = r.get("message", "")
-        elif ev == "timeout":  # a test ran past its limit (BUGFORGE_TEST_LIMIT, BUGFORGE_TEST_LIMITS)
-            run.timed_out, run.limit = True, r.get("limit")
+        elif ev == "timeout":  # a test ran past its limit, or the tests past the run's budget (probe.py)
+            run.timed_out, run.limit, run.budget = True, r.get("limit"), r.get("budget")
     if run.timed_out:
         run.running = started
 

@@ -2,6 +2,7 @@
 flaky detection, per-test coverage map, and the bad-input errors. Real images, containers and repos."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,20 @@ def test_bad_input_is_one_clear_line(base_image, tmp_path, args, expect):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], r.stderr
     assert not list((tmp_path / "out").glob("*/env.json"))  # nothing cached as good
+
+
+def test_the_environment_never_lands_on_its_source(base_image, tmp_path):
+    """--out whose environment directory would be the source repository is refused before anything is
+    written; an --out inside a plain (non-git) source directory is left out of its snapshot."""
+    repo = git_repo(tmp_path / "r", MINI)
+    r = bugforge("factory", "env", str(repo), "--out", str(tmp_path))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "would hold the source" in lines[0], r.stderr
+    assert subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True,
+                          text=True).stdout == ""
+    plain = write_tree(tmp_path / "plain", MINI)
+    build_environment(str(plain), out=plain / "runs", log=lambda m: None)
+    rec, reused = build_environment(str(plain), out=plain / "runs", log=lambda m: None)  # runs/ is there now
+    tracked = subprocess.run(["git", "ls-files"], cwd=rec.repo_dir, capture_output=True, text=True).stdout.split()
+    assert any(t.startswith("tests/") for t in tracked), tracked
+    assert reused and not any(t.startswith("runs/") for t in tracked), tracked

@@ -585,6 +585,39 @@ def test_infinite_loop_is_caught_by_the_timeout(calc_env):
                 v.close()
 
 
+SLOWPOKE = {
+    "setup.py": "from setuptools import setup\nsetup(name='slowpoke', packages=['slowpoke'])\n",
+    "slowpoke/__init__.py": "",
+    "slowpoke/core.py": "import time\n\n\ndef nap(s):\n    time.sleep(s)\n    return s\n\n\n"
+                        "def inc(x):\n    return x + 1\n",
+    "tests/test_a.py": "from slowpoke.core import nap\n\n\ndef test_slow():\n    assert nap(1.0) == 1.0\n",
+    "tests/test_b.py": "from slowpoke.core import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n",
+}
+
+
+def test_a_bug_that_slows_the_run_is_judged_on_the_same_total_in_every_mode(base_image, tmp_path_factory):
+    """No test passes its own limit, but the tests together pass the run's budget in a full run: the
+    selected run (test_inc alone) gets the budget less test_slow's baseline second, and agrees."""
+    env = environment_of(tmp_path_factory, "slowpoke", SLOWPOKE)
+    repo = Path(env.repo_dir)
+    for nap, status in ((1.3, "timeout"), (0.3, "no_failures")):
+        cand = edit(repo, "slowpoke/core.py", "return x + 1", f"return time.sleep({nap}) or x + 1")
+        for mode in ("selected", "full"):
+            v = Validator(env, TestMap.load(Path(env.testmap)), mode)
+            v.budget = 2.0  # wall-seconds for the whole suite's tests (test_slow takes 1 at baseline)
+            try:
+                if mode == "selected":
+                    assert selection_for(cand.changed, v.testmap, v.passing, root=repo) == ["tests/test_b.py::test_inc"]
+                    assert 0.8 < v.limits(["tests/test_b.py::test_inc"]).budget < 1.0
+                result = v.validate(cand)
+                assert result.status == status, (nap, mode, result)
+                if status == "timeout":
+                    assert result.messages == {"tests/test_b.py::test_inc":
+                                               "the tests together ran past five times the suite's time"}, (mode, result)
+            finally:
+                v.close()
+
+
 def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
     import shutil
     envdir = Path(calc_env.testmap).parent
