@@ -33,10 +33,10 @@ exits with 124).
 
 The per-test limit is what makes validation's `timeout` label the same whichever tests a mode runs: a
 test that hangs hangs in every run that includes it, and a test that does not run a changed line runs as
-it did at baseline. It also finds a hang in seconds instead of after a whole-run budget. A bug that slows many tests, none
-past its own limit, is what the run budget is for: validation gives a run the suite's budget less the
-baseline time of the tests it leaves out (those cannot see the change), so every mode judges the same
-total.
+it did at baseline. It also finds a hang in seconds instead of after a whole-run deadline. A bug that
+slows many tests, none past its own limit, is what the run budget is for: validation gives a run the
+suite's budget less the baseline time of the tests it leaves out (those cannot see the change), so
+every mode judges the same total.
 """
 import abc
 import builtins
