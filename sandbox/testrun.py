@@ -27,10 +27,12 @@ OUT = "/tmp/bugforge-out"
 PROBE_DIR = "/opt/bugforge"
 OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
 HOST = socket.gethostname()
-IGNORED = "/var/lib/bugforge-ignored"  # the ignored files and directories the tree had when the container started
-IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard --directory"
+IGNORED = "/var/lib/bugforge-ignored"  # the ignored files the tree had when the container started
+# file by file, into ignored directories too: a new file in a directory that was there at the start goes
+IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard"
 # back to the committed tree, less anything a run left behind, ignored files included (a .hypothesis
-# database, a cache a test wrote): those that were there at the start (a built extension) stay
+# database, a cache a test wrote): those that were there at the start (a built extension) stay; a
+# directory a run made stays, emptied
 RESTORE = (f"git reset -q --hard && git clean -fdq && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
            "| tr '\\n' '\\0' | xargs -0r rm -rf -- ; }")
 PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (factory/zygote.py)

@@ -840,9 +840,12 @@ DECO = {
     # what the whole suite collects, or test_collected_first fails there alone)
     "tests/test_aaa.py": "import deco.extra\n\n\ndef test_extra():\n    assert deco.extra.LOADED\n",
     "tests/test_zzz.py": "import sys\n\n\ndef test_collected_first():\n    assert 'deco.extra' in sys.modules\n",
-    # a test that leaves an ignored file behind, and fails if one is there: every run must start without it
-    ".gitignore": "*.mark\n",
-    "tests/test_zzz_mark.py": "def test_leaves_an_ignored_file():\n    open('run.mark', 'x').close()\n",
+    # a test that leaves ignored files behind, and fails if one is there: every run must start without
+    # them, in an ignored directory that was there at the start (its collection made it) too
+    ".gitignore": "*.mark\nstash/\n",
+    "tests/test_zzz_mark.py": ("import os\n\nos.makedirs('stash', exist_ok=True)\n\n\n"
+                               "def test_leaves_an_ignored_file():\n"
+                               "    open('run.mark', 'x').close()\n    open('stash/run.mark', 'x').close()\n"),
     "tests/test_core.py": '''
         from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
