@@ -30,10 +30,13 @@ HOST = socket.gethostname()
 IGNORED = "/var/lib/bugforge-ignored"  # the ignored files the tree had when the container started
 # file by file, into ignored directories too: a new file in a directory that was there at the start goes
 IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard"
+UNTRACKED = "/var/lib/bugforge-untracked.tar"  # the untracked files (not ignored) there at the start, as they were
+SNAPSHOT = (f"{IGNORED_NOW} > {IGNORED} && git ls-files -o --exclude-standard -z "
+            f"| tar --null -T - -cf {UNTRACKED}")
 # back to the committed tree, less anything a run left behind, ignored files included (a .hypothesis
-# database, a cache a test wrote): those that were there at the start (a built extension) stay; a
-# directory a run made stays, emptied
-RESTORE = (f"git reset -q --hard && git clean -fdq && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
+# database, a cache a test wrote): the untracked files there at the start are put back as they were, and
+# the ignored ones there at the start (a built extension) stay; a directory a run made stays, emptied
+RESTORE = (f"git reset -q --hard && git clean -fdq && tar -xf {UNTRACKED} && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
            "| tr '\\n' '\\0' | xargs -0r rm -rf -- ; }")
 PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (factory/zygote.py)
 
@@ -270,9 +273,11 @@ class Workbench:
             if not resp.get("preloaded"):  # nothing to gain (or collection failed): plain runs only
                 self.warm.close()
                 self.warm = None
-        # what RESTORE keeps: the ignored files there now, the preload's collection's among them (a fresh
-        # run's collection makes them again); anything a run leaves later goes
-        self._ask(self.server, {"before": f"{IGNORED_NOW} > {IGNORED}"}, 120)
+        # what RESTORE keeps: the ignored files there now and the untracked ones as they are now (it puts
+        # those back if a run removed or changed them), the preload's collection's among them (a fresh
+        # run's collection makes them again, and a held session's runs do not collect); anything a run
+        # leaves later goes
+        self._ask(self.server, {"before": SNAPSHOT}, 120)
         for server in (self.server, self.warm) if self.guard else ():
             self._ask(server, {"guard": self.guard, "cwd": self.workdir, "out": OUT, "after": RESTORE}, 120)
 

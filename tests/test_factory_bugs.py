@@ -841,11 +841,17 @@ DECO = {
     "tests/test_aaa.py": "import deco.extra\n\n\ndef test_extra():\n    assert deco.extra.LOADED\n",
     "tests/test_zzz.py": "import sys\n\n\ndef test_collected_first():\n    assert 'deco.extra' in sys.modules\n",
     # a test that leaves ignored files behind, and fails if one is there: every run must start without
-    # them, in an ignored directory that was there at the start (its collection made it) too
+    # them, in an ignored directory that was there at the start (its collection made it) too; and one
+    # that removes a file its module's collection wrote (untracked, not ignored): a held session's runs
+    # do not collect, so every run must start with that file as collection left it
     ".gitignore": "*.mark\nstash/\n",
-    "tests/test_zzz_mark.py": ("import os\n\nos.makedirs('stash', exist_ok=True)\n\n\n"
+    "tests/test_zzz_mark.py": ("import os\n\nos.makedirs('stash', exist_ok=True)\n"
+                               "with open('tests/made.txt', 'w') as f:\n    f.write('42')\n\n\n"
                                "def test_leaves_an_ignored_file():\n"
-                               "    open('run.mark', 'x').close()\n    open('stash/run.mark', 'x').close()\n"),
+                               "    open('run.mark', 'x').close()\n    open('stash/run.mark', 'x').close()\n\n\n"
+                               "def test_takes_a_file_collection_made():\n"
+                               "    with open('tests/made.txt') as f:\n        assert f.read() == '42'\n"
+                               "    os.remove('tests/made.txt')\n"),
     "tests/test_core.py": '''
         from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
