@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from bugforge.engine import require_disk
+from bugforge.engine import client, require_disk
 from bugforge.errors import BugforgeError
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
 from factory.acquire import acquire, slug
@@ -93,7 +93,7 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     else:
         log(f"build: reusing {tag}")
     tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, log=log)
-    write_json(env_dir / "recipe.json", recipe)  # the baseline may have neutralised addopts
+    write_json(env_dir / "recipe.json", recipe)  # the baseline may have seeded Hypothesis or neutralised addopts
     testmap_path = env_dir / "testmap.json.gz"
     testmap.save(testmap_path)
     repo_dir = env_dir / "repo"
@@ -119,6 +119,7 @@ def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
              log: Log = print) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
     Then once more watching method lookups (factory/probe.py): what decides a removed method."""
+    seed_hypothesis(image, recipe, log)
     results: list[TestRun] = []
     raw_cov = None
     for i in range(runs):
@@ -158,6 +159,21 @@ def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
 def _plugin_missing(run: TestRun) -> bool:
     return any(s in run.log_tail for s in ("unrecognized arguments", "Error importing plugin",
                                            "No module named 'pytest_"))
+
+
+def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
+    """Hypothesis draws new random examples in every run unless it is seeded, so a bug its property tests
+    catch in one run may pass in the next: a FAIL_TO_PASS label (and an instance's evaluation) would
+    depend on chance. Where the environment has Hypothesis, every run (baseline, both validation modes,
+    warm grading and the exported eval_script, which all take recipe.pytest_args) gets the same seed."""
+    if any(a.startswith("--hypothesis-seed") for a in recipe.pytest_args):
+        return
+    probe = "import importlib.util as u; print(u.find_spec('hypothesis') is not None)"
+    out = client().containers.run(image, ["python", "-c", probe], network_mode="none", remove=True)
+    if out.strip() == b"True":
+        recipe.pytest_args += ["--hypothesis-seed=0"]
+        recipe.notes.append("pytest: Hypothesis seeded (--hypothesis-seed=0): every run tries the same examples")
+        log("baseline: Hypothesis is installed; seeding it (--hypothesis-seed=0) so every run tries the same examples")
 
 
 def _check_run(run: TestRun, timeout: float) -> None:

@@ -220,6 +220,29 @@ def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path,
     assert any("neutralised" in n for n in rec.recipe.notes)
 
 
+def test_hypothesis_is_seeded_so_every_run_tries_the_same_examples(base_image, tmp_path, out):
+    files = dict(MINI)
+    files["requirements-test.txt"] = "hypothesis\n"
+    files["tests/test_prop.py"] = """
+        import hypothesis.core
+        from hypothesis import given, strategies as st
+
+
+        def test_the_run_is_seeded():
+            assert hypothesis.core.global_force_seed == 0
+
+
+        @given(st.integers())
+        def test_a_property(x):
+            assert isinstance(x, int)
+        """
+    repo = git_repo(tmp_path / "prop", files)
+    rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
+    assert "--hypothesis-seed=0" in rec.recipe.pytest_args
+    assert "tests/test_prop.py::test_the_run_is_seeded" in rec.passing  # the seed reached every baseline run
+    assert "tests/test_prop.py::test_a_property" in rec.passing
+
+
 @pytest.mark.parametrize("args,expect", [
     (["https://nonexistent.invalid/x/y.git"], "cannot clone https://nonexistent.invalid/x/y.git"),
     (["{repo}", "--commit", "deadbeef"], "commit 'deadbeef' does not exist"),
