@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from bugforge.engine import client, require_disk
+from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
 from factory.acquire import acquire, slug
@@ -169,7 +169,8 @@ def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
     if any(a.startswith("--hypothesis-seed") for a in recipe.pytest_args):
         return
     probe = "import importlib.util as u; print(u.find_spec('hypothesis') is not None)"
-    out = client().containers.run(image, ["python", "-c", probe], network_mode="none", remove=True)
+    out = client().containers.run(image, ["python", "-c", probe], network_mode="none", remove=True,
+                                  labels={LABEL: "testrun"})
     if out.strip() == b"True":
         recipe.pytest_args += ["--hypothesis-seed=0"]
         recipe.notes.append("pytest: Hypothesis seeded (--hypothesis-seed=0): every run tries the same examples")
