@@ -39,6 +39,16 @@ def cmd_images_build(a) -> int:
     return 0
 
 
+def cmd_images_prune(a) -> int:
+    from images.prune import prune, size
+    say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731  one line each
+    out = prune(a.runs or ["runs"], dry_run=a.dry_run, only=a.only, log=say)
+    did, removed = ("would reclaim at least", "to remove") if a.dry_run else ("reclaimed", "removed")
+    say(f"{did} {size(out.reclaimed)} ({out.removed} {removed}, {out.skipped} skipped)" if out.removed or out.skipped
+        else "nothing to prune")
+    return 0
+
+
 def cmd_factory_env(a) -> int:
     from factory import build_environment
     rec, reused = build_environment(a.repo, commit=a.commit, recipe_path=a.recipe, out=Path(a.out), runs=a.runs,
@@ -328,7 +338,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--python", default="3.11")
     d.set_defaults(func=cmd_doctor)
 
-    im = sub.add_parser("images", help="base images").add_subparsers(dest="cmd", required=True)
+    im = sub.add_parser("images", help="build base images; prune environment and instance images")
+    im = im.add_subparsers(dest="cmd", required=True)
     for name, help_ in (("build", "build the base image (registry, else offline bootstrap)"),
                         ("bootstrap", "build the base image offline from a debootstrap root file system")):
         b = im.add_parser(name, help=help_)
@@ -341,6 +352,15 @@ def parser() -> argparse.ArgumentParser:
         b.add_argument("--ca-bundle", help="PEM bundle to trust inside images (default: the host's bundle)")
         b.add_argument("--no-ca-bundle", action="store_true", help="inject no CA bundle")
         b.set_defaults(func=cmd_images_build)
+    pr = im.add_parser("prune", help="remove environment and instance images no run record refers to, and "
+                       "bugforge's stopped containers (base images stay)")
+    pr.add_argument("--runs", action="append", metavar="DIR",
+                    help="run directory whose env.json and JSONL rows name the images to keep (repeatable; "
+                         "default: runs)")
+    pr.add_argument("--only", action="append", metavar="NAME",
+                    help="only environment NAME's images and their containers (repeatable)")
+    pr.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    pr.set_defaults(func=cmd_images_prune)
 
     fa = sub.add_parser("factory", help="turn a repository into task instances").add_subparsers(dest="cmd", required=True)
     e = fa.add_parser("env", help="environment image + baseline + per-test coverage map for a repository")
