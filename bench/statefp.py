@@ -49,6 +49,12 @@ def _skipped_module(name):
                for p in SKIP_MODULES)
 
 
+def _module_of(x):
+    """x's __module__ when it is a name (a class may hold a descriptor there instead), else ""."""
+    mod = getattr(x, "__module__", "")
+    return mod if isinstance(mod, str) else ""
+
+
 def _owned_path(o):
     """"module.qualname" when that name finds `o` itself (a class or function defined there), else None."""
     mod, qual = getattr(o, "__module__", None), getattr(o, "__qualname__", None)
@@ -89,7 +95,7 @@ class Walker:
         if isinstance(o, types.ModuleType):
             out.append("M:" + o.__name__)
             return
-        mod = getattr(t, "__module__", "") or ""
+        mod = _module_of(t)
         if _skipped_module(mod):
             out.append("X:" + t.__name__)
             return
@@ -114,8 +120,8 @@ class Walker:
                 out.append("G:" + owned)
                 return
         if isinstance(o, type):
-            out.append("T:%s.%s" % (getattr(o, "__module__", "?"), getattr(o, "__qualname__", "?")))
-            if o.__module__ != "builtins" and not _skipped_module(o.__module__ or ""):
+            out.append("T:%s.%s" % (_module_of(o) or "?", getattr(o, "__qualname__", "?")))
+            if _module_of(o) != "builtins" and not _skipped_module(_module_of(o)):
                 outer = self.path
                 self.out.append("{")
                 for k, v in list(o.__dict__.items()):
@@ -165,9 +171,8 @@ class Walker:
             self.visit(list(o), d)
         elif isinstance(o, (set, frozenset)):
             self._set(o, d)
-        get_state = getattr(o, "getstate", None)
-        if mod == "random" and callable(get_state):
-            self.visit(get_state(), d)
+        if mod == "random" and callable(getattr(o, "getstate", None)):  # (asked only there: getattr on a
+            self.visit(o.getstate(), d)                                  # ctypes library loads a symbol)
         od = getattr(o, "__dict__", None)
         if isinstance(od, dict):
             self._dict(od, d)
