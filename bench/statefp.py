@@ -4,14 +4,16 @@ and writes one JSON line per file and one per test outcome to $STATEFP_OUT.
 
 The state: everything reachable from every imported module (but pytest's, pluggy's, coverage's and
 bugforge's own) and from the values of fixtures still set up (session and package scope), walked
-structurally (values, containers in order, sets sorted, instances by their __dict__ and slots, functions
+structurally (values, containers in order, sets sorted, instances by their __dict__ and slots, threads
+by name and liveness (their idents are addresses), functions
 by their defaults, closures and __dict__ but not their code, which is the change itself, weak
 references by their referents; a class or function reached from another module than its own by its
 name, walked there), so two processes that
 built the same state get the same fingerprint whatever addresses their objects have. Not seen: state
 inside C objects that exposes no references (a C extension's internals), files, the environment of
-the process outside os.environ, threads. Known caches that cannot change behaviour are left out
-(linecache, the re module's compiled patterns, the exception pytest keeps in sys.last_*).
+the process outside os.environ. Left out as unable to change behaviour (SKIP_ATTRS): linecache, the re
+module's compiled patterns, the exception pytest keeps in sys.last_*, tempfile's name generator (a
+forked process reseeds it), logging's start time, the standard streams (pytest's capture).
 
 Runs under the image's Python (3.9+); imports nothing of bugforge's.
 """
@@ -19,8 +21,10 @@ import gc
 import hashlib
 import json
 import os
+import random
 import re
 import sys
+import threading
 import time
 import types
 import weakref
@@ -31,15 +35,11 @@ SKIP_MODULES = ("_pytest", "pytest", "pluggy", "py", "iniconfig", "coverage", "b
                 "_hypothesis_pytestplugin", "xdist", "execnet", "pytest_")
 SKIP_ATTRS = {("sys", "last_type"), ("sys", "last_value"), ("sys", "last_traceback"), ("sys", "last_exc"),
               ("sys", "modules"), ("sys", "path_importer_cache"), ("linecache", "cache"),
-              ("re", "_cache"), ("re", "_cache2"), ("tempfile", "_name_sequence"), ("logging", "_startTime"), ("sys", "stdout"), ("sys", "stderr"), ("sys", "stdin"),
+              ("re", "_cache"), ("re", "_cache2"), ("tempfile", "_name_sequence"), ("logging", "_startTime"),
+              ("sys", "stdout"), ("sys", "stderr"), ("sys", "stdin"),
               ("sys", "__stdout__"), ("sys", "__stderr__"), ("sys", "__stdin__"), ("builtins", "_")}
 ATOMS = (type(None), bool, int, float, complex, str, bytes)
 OPAQUE = (types.CodeType, types.FrameType, types.TracebackType, types.GeneratorType, types.CoroutineType)
-
-
-import random  # noqa: E402
-import threading  # noqa: E402
-
 THREADS = threading._active
 ORDERED_C = {"builtins", "collections", "_collections", "functools", "itertools", "array", "_io", "io"}
 
@@ -105,14 +105,14 @@ class Walker:
                 self.visit(x, d)
             out.append("]")
             return
-        if t is dict and o is not THREADS:
+        if o is THREADS:
+            self.visit(sorted(th.name for th in o.values()), d)  # (keyed by thread idents: addresses)
+            return
+        if t is dict:
             self._dict(o, d)
             return
         if t is set or t is frozenset:
             self._set(o, d)
-            return
-        if t is dict and o is THREADS:
-            self.visit(sorted(th.name for th in o.values()), d)  # (keyed by thread idents: addresses)
             return
         if isinstance(o, type) or t is types.FunctionType:
             owned = _owned_path(o)
@@ -178,9 +178,10 @@ class Walker:
             self._dict(od, d)
         elif isinstance(od, types.MappingProxyType):
             self._dict(dict(od), d)
-        for slot in _slots(t):
+        slots = _slots(t)
+        for slot in slots:
             self.visit(getattr(o, slot, "<unset>"), d)
-        if od is None and not _slots(t) and not isinstance(o, (dict, list, tuple, set, frozenset)):
+        if od is None and not slots and not isinstance(o, (dict, list, tuple, set, frozenset)):
             # a C object: what the collector can see it holds (an lru_cache's dict, a deque's items)
             try:
                 refs = [r for r in gc.get_referents(o) if not isinstance(r, type)]
