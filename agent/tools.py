@@ -4,6 +4,7 @@ Tools: `bash` (one command in the session's persistent shell), `str_replace_edit
 numbers, create, str_replace, insert, undo_edit; SWE-agent's editor), `submit`. Two action formats:
 native tool calls, or plain text with exactly one fenced ```bash block per reply (mini-swe-agent's
 format, for models without tool calling) where the command `submit` submits."""
+
 from __future__ import annotations
 
 import json
@@ -14,23 +15,44 @@ from bugforge.errors import BugforgeError
 
 SUBMIT = "submit"
 TOOL_SCHEMAS = [
-    {"type": "function", "function": {
-        "name": "bash", "description": "Run one bash command in the repository (cwd and variables persist).",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
-    {"type": "function", "function": {
-        "name": "str_replace_editor",
-        "description": "View, create and edit files. view: file with line numbers (or a directory listing); "
-                       "create: a new file; str_replace: replace old_str, which must occur exactly once; "
-                       "insert: new_str after line insert_line; undo_edit: revert the last edit of path.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
-            "path": {"type": "string"}, "file_text": {"type": "string"}, "old_str": {"type": "string"},
-            "new_str": {"type": "string"}, "insert_line": {"type": "integer"},
-            "view_range": {"type": "array", "items": {"type": "integer"}}},
-            "required": ["command", "path"]}}},
-    {"type": "function", "function": {
-        "name": "submit", "description": "Submit the current changes as the final answer.",
-        "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run one bash command in the repository (cwd and variables persist).",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "str_replace_editor",
+            "description": "View, create and edit files. view: file with line numbers (or a directory listing); "
+            "create: a new file; str_replace: replace old_str, which must occur exactly once; "
+            "insert: new_str after line insert_line; undo_edit: revert the last edit of path.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
+                    "path": {"type": "string"},
+                    "file_text": {"type": "string"},
+                    "old_str": {"type": "string"},
+                    "new_str": {"type": "string"},
+                    "insert_line": {"type": "integer"},
+                    "view_range": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["command", "path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "submit",
+            "description": "Submit the current changes as the final answer.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)```", re.S)
 
@@ -49,8 +71,10 @@ class FormatError(ValueError):
 def parse_text(reply: str) -> Action:
     blocks = FENCE.findall(reply or "")
     if len(blocks) != 1:
-        raise FormatError(f"Your reply must contain exactly one ```bash code block (found {len(blocks)}). "
-                          "Put one command in it, or the single word `submit` when you are done.")
+        raise FormatError(
+            f"Your reply must contain exactly one ```bash code block (found {len(blocks)}). "
+            "Put one command in it, or the single word `submit` when you are done."
+        )
     cmd = blocks[0].strip()
     if not cmd:
         raise FormatError("The ```bash block is empty. Put one command in it.")
@@ -107,9 +131,12 @@ class Editor:
             text = self.session.read(path)
             n = text.count(old)
             if n != 1:
-                raise BugforgeError(f"old_str occurs {n} times in {path}; it must occur exactly once "
-                                    "(add surrounding lines to make it unique)" if n else
-                                    f"old_str was not found in {path}; view the file and copy the text exactly")
+                raise BugforgeError(
+                    f"old_str occurs {n} times in {path}; it must occur exactly once "
+                    "(add surrounding lines to make it unique)"
+                    if n
+                    else f"old_str was not found in {path}; view the file and copy the text exactly"
+                )
             self.history.setdefault(path, []).append(text)
             self.session.write(path, text.replace(old, new, 1))
             return f"Edited {path}.\n" + self._snippet(text.replace(old, new, 1), text.index(old), new)
@@ -121,7 +148,9 @@ class Editor:
                 raise BugforgeError(f"insert_line must be between 0 and {len(lines)}")
             new = args.get("new_str", "")
             self.history.setdefault(path, []).append(text)
-            self.session.write(path, "".join(lines[:line]) + new + ("" if new.endswith("\n") else "\n") + "".join(lines[line:]))
+            self.session.write(
+                path, "".join(lines[:line]) + new + ("" if new.endswith("\n") else "\n") + "".join(lines[line:])
+            )
             return f"Inserted after line {line} of {path}."
         if cmd == "undo_edit":
             if not self.history.get(path):

@@ -11,6 +11,7 @@ image per prediction, as the official harness does) and the official harness.
 
     python bench/eval.py --dataset runs/textkit/instances.jsonl --n 50 --workers 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bugforge.records import read_jsonl  # noqa: E402
-from sandbox.evaluate import evaluate, find_environments  # noqa: E402
+from bugforge.sandbox.evaluate import evaluate, find_environments  # noqa: E402
 
 NOOP = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
 
@@ -36,10 +37,15 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=50)
     ap.add_argument("--workers", type=int, default=4)
     a = ap.parse_args()
-    rows = read_jsonl(Path(a.dataset))[:a.n]
-    preds = [{"instance_id": r["instance_id"], "model_name_or_path": "bench",
-              "model_patch": (r["patch"], rows[(i + 1) % len(rows)]["bug_patch"], NOOP)[i % 3]}
-             for i, r in enumerate(rows)]
+    rows = read_jsonl(Path(a.dataset))[: a.n]
+    preds = [
+        {
+            "instance_id": r["instance_id"],
+            "model_name_or_path": "bench",
+            "model_patch": (r["patch"], rows[(i + 1) % len(rows)]["bug_patch"], NOOP)[i % 3],
+        }
+        for i, r in enumerate(rows)
+    ]
     envs = find_environments(rows, Path(a.dataset).parent)
     if not envs:
         print(f"no environment record beside {a.dataset}: warm grading needs env.json and testmap.json.gz")
@@ -50,16 +56,32 @@ def main() -> int:
         ds.write_text("".join(json.dumps(r) + "\n" for r in rows))
         pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
         t = time.monotonic()
-        ours, _ = evaluate(rows, preds, run_id="warm", workers=a.workers, log_dir=tmp / "logs", report_dir=tmp,
-                           envs=envs)
+        ours, _ = evaluate(
+            rows, preds, run_id="warm", workers=a.workers, log_dir=tmp / "logs", report_dir=tmp, envs=envs
+        )
         ours_s = time.monotonic() - t
         t = time.monotonic()
         fresh, _ = evaluate(rows, preds, run_id="fresh", workers=a.workers, log_dir=tmp / "logs", report_dir=tmp)
         fresh_s = time.monotonic() - t
         t = time.monotonic()
-        r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf),
-                            "--run_id", "official", "--max_workers", str(a.workers)], cwd=tmp, capture_output=True,
-                           text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "swebench.harness.run_evaluation",
+                "-d",
+                str(ds),
+                "-p",
+                str(pf),
+                "--run_id",
+                "official",
+                "--max_workers",
+                str(a.workers),
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+        )
         theirs_s = time.monotonic() - t
         if r.returncode:
             print(r.stderr[-2000:])
@@ -73,16 +95,22 @@ def main() -> int:
     n = len(rows)
     same = ours["resolved_ids"] == theirs["resolved_ids"] == fresh["resolved_ids"]
     print(f"instances: {n}  workers: {a.workers}  (predictions: gold / wrong fix / no-op by index)")
-    print(f"resolved: warm {len(ours['resolved_ids'])}, fresh {len(fresh['resolved_ids'])}, official "
-          f"{len(theirs['resolved_ids'])}; errors: warm {ours['error_instances']}, fresh {fresh['error_instances']}, "
-          f"official {theirs['error_instances']}; identical resolved sets: {'yes' if same else 'NO'}")
-    print(f"warm grading ran no test for {kinds['nothing']}, the tests coverage picked for {kinds['some']}, "
-          f"all of the instance's tests for {kinds['all']} (an import-time line, or a file read at import time)")
+    print(
+        f"resolved: warm {len(ours['resolved_ids'])}, fresh {len(fresh['resolved_ids'])}, official "
+        f"{len(theirs['resolved_ids'])}; errors: warm {ours['error_instances']}, fresh {fresh['error_instances']}, "
+        f"official {theirs['error_instances']}; identical resolved sets: {'yes' if same else 'NO'}"
+    )
+    print(
+        f"warm grading ran no test for {kinds['nothing']}, the tests coverage picked for {kinds['some']}, "
+        f"all of the instance's tests for {kinds['all']} (an import-time line, or a file read at import time)"
+    )
     print(f"{'evaluator':<22}{'wall s':>10}{'s / instance':>15}")
     print(f"{'official harness':<22}{theirs_s:>10.1f}{theirs_s / n:>15.2f}")
     print(f"{'bugforge fresh':<22}{fresh_s:>10.1f}{fresh_s / n:>15.2f}")
     print(f"{'bugforge warm':<22}{ours_s:>10.1f}{ours_s / n:>15.2f}")
-    print(f"ratio official/bugforge warm: {theirs_s / ours_s:.1f}x  (official/bugforge fresh: {theirs_s / fresh_s:.1f}x)")
+    print(
+        f"ratio official/bugforge warm: {theirs_s / ours_s:.1f}x  (official/bugforge fresh: {theirs_s / fresh_s:.1f}x)"
+    )
     return 0 if same else 1
 
 

@@ -5,6 +5,7 @@ difference. Whatever comes out is the honest figure: a 135M model rarely fixes a
 
     python bench/learning.py --dataset runs/textkit/instances.jsonl --steps 4 --generations 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,24 +16,37 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bugforge.records import read_jsonl  # noqa: E402
-from training import GRPOTrainConfig  # noqa: E402
-from training.grpo import train_grpo  # noqa: E402
+from bugforge.training import GRPOTrainConfig  # noqa: E402
+from bugforge.training.grpo import train_grpo  # noqa: E402
 
 EASY = ("op_change", "op_change_const", "flip_operators", "change_return", "remove_assign", "off_by_one")
 
 
 def curriculum(rows: list[dict], n: int) -> list[dict]:
-    easy = [r for r in rows if r.get("difficulty") == "easy" and r.get("strategy") in EASY
-            and len(json.loads(r["FAIL_TO_PASS"])) <= 3]
+    easy = [
+        r
+        for r in rows
+        if r.get("difficulty") == "easy" and r.get("strategy") in EASY and len(json.loads(r["FAIL_TO_PASS"])) <= 3
+    ]
     easy.sort(key=lambda r: (len(r["problem_statement"]), r["instance_id"]))
     return easy[:n]
 
 
 def run(rows, lr: float, a, out: Path) -> list[dict]:
-    cfg = GRPOTrainConfig(num_generations=a.generations, tasks_per_step=1, max_steps=a.steps, learning_rate=lr,
-                          agent_steps=a.agent_steps, turn_tokens=a.turn_tokens, max_completion_tokens=a.max_tokens,
-                          save_steps=10_000, rollout_workers=a.generations, seed=a.seed, temperature=1.0,
-                          output_dir=str(out))
+    cfg = GRPOTrainConfig(
+        num_generations=a.generations,
+        tasks_per_step=1,
+        max_steps=a.steps,
+        learning_rate=lr,
+        agent_steps=a.agent_steps,
+        turn_tokens=a.turn_tokens,
+        max_completion_tokens=a.max_tokens,
+        save_steps=10_000,
+        rollout_workers=a.generations,
+        seed=a.seed,
+        temperature=1.0,
+        output_dir=str(out),
+    )
     if (out / "metrics.jsonl").exists():
         (out / "metrics.jsonl").unlink()
     train_grpo(rows, None, cfg)
@@ -58,17 +72,25 @@ def main() -> int:
         return 1
     print(f"curriculum: {len(rows)} easy tasks ({', '.join(r['instance_id'] for r in rows)})")
     curves = {lr: run(rows, lr, a, Path(a.out) / f"lr{lr:g}") for lr in (a.lr, 0.0)}
-    print(f"\nGRPO (deepswe preset) on SmolLM2-135M-Instruct, CPU; G={a.generations}, {a.steps} steps, "
-          f"{a.agent_steps} turns x {a.turn_tokens} tokens, seed {a.seed}")
-    print(f"{'step':>4} | {'reward lr=' + format(a.lr, 'g'):>16} {'reward lr=0':>12} {'diff':>7} | "
-          f"{'resolved':>9} {'resolved0':>9} | {'filtered':>8} {'filtered0':>9}")
+    print(
+        f"\nGRPO (deepswe preset) on SmolLM2-135M-Instruct, CPU; G={a.generations}, {a.steps} steps, "
+        f"{a.agent_steps} turns x {a.turn_tokens} tokens, seed {a.seed}"
+    )
+    print(
+        f"{'step':>4} | {'reward lr=' + format(a.lr, 'g'):>16} {'reward lr=0':>12} {'diff':>7} | "
+        f"{'resolved':>9} {'resolved0':>9} | {'filtered':>8} {'filtered0':>9}"
+    )
     for x, y in zip(curves[a.lr], curves[0.0]):
-        print(f"{x['step']:>4} | {x.get('reward', 0):>16.3f} {y.get('reward', 0):>12.3f} "
-              f"{x.get('reward', 0) - y.get('reward', 0):>+7.3f} | {x.get('resolve_rate', 0):>9.2f} "
-              f"{y.get('resolve_rate', 0):>9.2f} | {x.get('filtered_share', 0):>8.2f} {y.get('filtered_share', 0):>9.2f}")
+        print(
+            f"{x['step']:>4} | {x.get('reward', 0):>16.3f} {y.get('reward', 0):>12.3f} "
+            f"{x.get('reward', 0) - y.get('reward', 0):>+7.3f} | {x.get('resolve_rate', 0):>9.2f} "
+            f"{y.get('resolve_rate', 0):>9.2f} | {x.get('filtered_share', 0):>8.2f} {y.get('filtered_share', 0):>9.2f}"
+        )
     mean = lambda c: sum(r.get("reward", 0) for r in c) / max(1, len(c))  # noqa: E731
-    print(f"mean reward: lr={a.lr:g} {mean(curves[a.lr]):.3f}, lr=0 {mean(curves[0.0]):.3f}, "
-          f"difference {mean(curves[a.lr]) - mean(curves[0.0]):+.3f}")
+    print(
+        f"mean reward: lr={a.lr:g} {mean(curves[a.lr]):.3f}, lr=0 {mean(curves[0.0]):.3f}, "
+        f"difference {mean(curves[a.lr]) - mean(curves[0.0]):+.3f}"
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ plus session start (cold container vs warm pool) and how many concurrent session
 
     python bench/sandbox.py --image bugforge/task.textkit:... [--n 300] [--sessions 64]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bugforge.cli.demo import free_port  # noqa: E402
 from bugforge.engine import client  # noqa: E402
-from bugforge.pipeline import free_port  # noqa: E402
-from sandbox.runtime import Runtime, SandboxConfig  # noqa: E402
+from bugforge.sandbox.runtime import Runtime, SandboxConfig  # noqa: E402
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -54,10 +55,15 @@ def bench_docker_exec(image: str, n: int) -> list[float]:
 
 def bench_service(image: str, n: int):
     import httpx
+
     port, token = free_port(), "bench"
     env = {**os.environ, "BUGFORGE_SANDBOX_TOKEN": token}
-    p = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port), "--owner",
-                          "bench"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port), "--owner", "bench"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):
             try:
@@ -65,7 +71,8 @@ def bench_service(image: str, n: int):
                 break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        import sandbox
+        from bugforge import sandbox
+
         remote = sandbox.connect(f"http://127.0.0.1:{port}", token)
         s = remote.create(image=image)
         lat = timed(lambda: s.run("true"), n)
@@ -85,18 +92,28 @@ def bench_swerex(image: str, n: int):
         if r.returncode:
             return None, "pip install swe-rex failed: " + r.stderr.strip().splitlines()[-1]
     import asyncio
-    from images import build_image
+
+    from bugforge.images import build_image
+
     tag = "bugforge/bench-swerex:" + image.split(":")[-1][:60]
     try:
-        build_image({"Dockerfile": f"FROM {image}\nRUN pip install -q swe-rex\n".encode()}, tag, what="the SWE-ReX image")
+        build_image(
+            {"Dockerfile": f"FROM {image}\nRUN pip install -q swe-rex\n".encode()}, tag, what="the SWE-ReX image"
+        )
     except Exception as e:
         return None, f"could not install SWE-ReX in the image: {e}"
     port = free_port()
-    c = client().containers.run(tag, ["swerex-remote", "--port", str(port), "--auth-token", "t"], detach=True,
-                                network_mode="host", stop_signal="SIGKILL")
+    c = client().containers.run(
+        tag,
+        ["swerex-remote", "--port", str(port), "--auth-token", "t"],
+        detach=True,
+        network_mode="host",
+        stop_signal="SIGKILL",
+    )
     try:
-        from swerex.runtime.remote import RemoteRuntime
         from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+        from swerex.runtime.remote import RemoteRuntime
+
         rt = RemoteRuntime(host="http://127.0.0.1", port=port, auth_token="t")
 
         async def go():
@@ -115,6 +132,7 @@ def bench_swerex(image: str, n: int):
                 if i >= 5:
                     lat.append((time.perf_counter() - t) * 1000)
             return lat
+
         return asyncio.run(go()), ""
     except Exception as e:
         return None, f"SWE-ReX did not run: {type(e).__name__}: {e}"
@@ -162,6 +180,7 @@ def bench_concurrency(image: str, n_sessions: int):
                 lat.append((time.perf_counter() - t) * 1000)
                 if r.output.strip() == "42":
                     answered.append(s.id)
+
         threads = [threading.Thread(target=one, args=(s,)) for s in sessions]
         for t in threads:
             t.start()
@@ -202,11 +221,15 @@ def main() -> int:
     if note:
         print(f"SWE-ReX: {note}")
     cold, warm = bench_starts(image, a.starts)
-    print(f"\nsession start ({a.starts} each): cold p50 {pct(cold, 50):.1f} ms p99 {pct(cold, 99):.1f} ms;"
-          f" warm pool p50 {pct(warm, 50):.2f} ms p99 {pct(warm, 99):.2f} ms")
+    print(
+        f"\nsession start ({a.starts} each): cold p50 {pct(cold, 50):.1f} ms p99 {pct(cold, 99):.1f} ms;"
+        f" warm pool p50 {pct(warm, 50):.2f} ms p99 {pct(warm, 99):.2f} ms"
+    )
     ok, start_s, clat = bench_concurrency(image, a.sessions)
-    print(f"concurrent sessions: {ok}/{a.sessions} answered a command issued to all at once "
-          f"(started in {start_s:.1f} s; answer p50 {pct(clat, 50):.1f} ms, max {max(clat):.1f} ms)")
+    print(
+        f"concurrent sessions: {ok}/{a.sessions} answered a command issued to all at once "
+        f"(started in {start_s:.1f} s; answer p50 {pct(clat, 50):.1f} ms, max {max(clat):.1f} ms)"
+    )
     return 0
 
 

@@ -21,6 +21,7 @@ jsonschema (95,000 objects), and after mutated code runs the state differs at al
 (caches: inspect's module maps, ABC caches, the referencing registries), so the rule runs more of the
 suite than the default's every-later-test rule. It is not used by validation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,14 +37,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from factory import build_environment  # noqa: E402
-from factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
-from factory.testmap import TestMap  # noqa: E402
-from factory.validate import selection_for  # noqa: E402
+from bugforge.factory import build_environment  # noqa: E402
+from bugforge.factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
+from bugforge.testing.selection import selection_for  # noqa: E402
+from bugforge.testing.testmap import TestMap  # noqa: E402
 
 
-def suite_run(image: str, exp: Path, name: str, pytest_args: list[str], test_files: list[str],
-              patch: str | None = None, timeout: int = 600) -> tuple[list[dict], float]:
+def suite_run(
+    image: str,
+    exp: Path,
+    name: str,
+    pytest_args: list[str],
+    test_files: list[str],
+    patch: str | None = None,
+    timeout: int = 600,
+) -> tuple[list[dict], float]:
     """The whole suite in a fresh container with the fingerprinting plugin; its records and wall time."""
     out = exp / f"{name}.jsonl"
     out.unlink(missing_ok=True)
@@ -51,11 +59,30 @@ def suite_run(image: str, exp: Path, name: str, pytest_args: list[str], test_fil
     if patch is not None:
         (exp / f"{name}.diff").write_text(patch)
     args = " ".join(shlex.quote(a) for a in [*pytest_args, *test_files])
-    script = (f"cd /testbed && {setup}PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 STATEFP_OUT=/exp/run.jsonl "
-              f"PYTHONPATH=/exp timeout {timeout} python -m pytest -p statefp -p no:cacheprovider -q {args}")
+    script = (
+        f"cd /testbed && {setup}PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 STATEFP_OUT=/exp/run.jsonl "
+        f"PYTHONPATH=/exp timeout {timeout} python -m pytest -p statefp -p no:cacheprovider -q {args}"
+    )
     t0 = time.monotonic()
-    subprocess.run(["docker", "run", "--rm", "--network", "none", "--hostname", "statefp", "-v", f"{exp}:/exp", image, "bash", "-c", script],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--hostname",
+            "statefp",
+            "-v",
+            f"{exp}:/exp",
+            image,
+            "bash",
+            "-c",
+            script,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.monotonic() - t0
     if (exp / "run.jsonl").exists():  # (every run writes the same path: its environment is the same)
         (exp / "run.jsonl").replace(out)
@@ -68,8 +95,13 @@ def outcomes(recs: list[dict]) -> dict[str, str]:
     for r in recs:
         if "test" in r:
             prev = out.get(r["test"], "passed")
-            out[r["test"]] = "failed" if r["outcome"] == "failed" or prev == "failed" else \
-                "skipped" if r["outcome"] == "skipped" or prev == "skipped" else "passed"
+            out[r["test"]] = (
+                "failed"
+                if r["outcome"] == "failed" or prev == "failed"
+                else "skipped"
+                if r["outcome"] == "skipped" or prev == "skipped"
+                else "passed"
+            )
     return out
 
 
@@ -116,12 +148,19 @@ def main() -> int:
     same = [f for f in files if e2.get(f, {}).get("fp") == e1[f]["fp"]]
     walk = [r["seconds"] for r in e1.values()]
     print(f"repository: {a.repo}  tests: {len(env.tests)}  suite test time: {suite:.2f} s  test files: {len(files)}")
-    print(f"baseline runs (wall, with fingerprints): {w1:.1f} s, {w2:.1f} s; fingerprint per file end: "
-          f"mean {1000 * sum(walk) / max(len(walk), 1):.0f} ms, max {1000 * max(walk, default=0):.0f} ms, "
-          f"objects up to {max((r['objects'] for r in e1.values()), default=0)}")
+    print(
+        f"baseline runs (wall, with fingerprints): {w1:.1f} s, {w2:.1f} s; fingerprint per file end: "
+        f"mean {1000 * sum(walk) / max(len(walk), 1):.0f} ms, max {1000 * max(walk, default=0):.0f} ms, "
+        f"objects up to {max((r['objects'] for r in e1.values()), default=0)}"
+    )
     print(f"file ends that fingerprint the same in two baseline processes: {len(same)} of {len(files)}")
-    unstable = Counter(m for f in files if f not in same for m, h in e1[f]["modules"].items()
-                       if e2.get(f, {}).get("modules", {}).get(m) != h)
+    unstable = Counter(
+        m
+        for f in files
+        if f not in same
+        for m, h in e1[f]["modules"].items()
+        if e2.get(f, {}).get("modules", {}).get(m) != h
+    )
     if unstable:
         print("  modules whose state differed between the two baseline runs:", dict(unstable.most_common(8)))
 
@@ -153,20 +192,27 @@ def main() -> int:
         ran_rule += sum(dur[t] for t in ran_tests)
         ran_direct += sum(dur.get(t, 0.0) for t in direct)
         walks_rule += len(run)
-        rows.append((c.id, len(f2p), len(run), len([f for f in run if ends.get(f, {}).get("fp") != e1.get(f, {}).get("fp")])))
+        rows.append(
+            (c.id, len(f2p), len(run), len([f for f in run if ends.get(f, {}).get("fp") != e1.get(f, {}).get("fp")]))
+        )
     print(file=sys.stderr)
     n = len(cands)
     print(f"candidates: {n}, decided by coverage: {decided}")
     for cid, nf, nr, nd in rows:
         print(f"  {cid}: {nf} tests fail in the full run; the rule runs {nr} files, {nd} of them end in another state")
     print("share of the suite's test time each rule must run per candidate (whole suite where coverage cannot decide):")
-    for name, v in (("default (every later test)", ran_default), ("state check at file ends", ran_rule),
-                    ("direct (unsound)", ran_direct)):
+    for name, v in (
+        ("default (every later test)", ran_default),
+        ("state check at file ends", ran_rule),
+        ("direct (unsound)", ran_direct),
+    ):
         share = v / max(suite * n, 1e-9)
         print(f"  {name:<28}{100 * share:5.1f}%  (at most {1 / max(share, 1e-9):.1f}x cheaper by test time)")
     print(f"fingerprints the rule takes: {walks_rule} ({walks_rule / max(decided, 1):.1f} per decided candidate)")
-    print(f"tests the rule would skip that changed outcome in the full run: {len(wrong)} candidates"
-          + ("".join(f"\n  {cid}: {ts}" for cid, ts in wrong)))
+    print(
+        f"tests the rule would skip that changed outcome in the full run: {len(wrong)} candidates"
+        + ("".join(f"\n  {cid}: {ts}" for cid, ts in wrong))
+    )
     return 0
 
 

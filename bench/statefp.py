@@ -17,6 +17,7 @@ forked process reseeds it), logging's start time, the standard streams (pytest's
 
 Runs under the image's Python (3.9+); imports nothing of bugforge's.
 """
+
 import gc
 import hashlib
 import json
@@ -31,13 +32,40 @@ import weakref
 
 import pytest
 
-SKIP_MODULES = ("_pytest", "pytest", "pluggy", "py", "iniconfig", "coverage", "bugforge_", "statefp",
-                "_hypothesis_pytestplugin", "xdist", "execnet", "pytest_")
-SKIP_ATTRS = {("sys", "last_type"), ("sys", "last_value"), ("sys", "last_traceback"), ("sys", "last_exc"),
-              ("sys", "modules"), ("sys", "path_importer_cache"), ("linecache", "cache"),
-              ("re", "_cache"), ("re", "_cache2"), ("tempfile", "_name_sequence"), ("logging", "_startTime"),
-              ("sys", "stdout"), ("sys", "stderr"), ("sys", "stdin"),
-              ("sys", "__stdout__"), ("sys", "__stderr__"), ("sys", "__stdin__"), ("builtins", "_")}
+SKIP_MODULES = (
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "py",
+    "iniconfig",
+    "coverage",
+    "bugforge_",
+    "statefp",
+    "_hypothesis_pytestplugin",
+    "xdist",
+    "execnet",
+    "pytest_",
+)
+SKIP_ATTRS = {
+    ("sys", "last_type"),
+    ("sys", "last_value"),
+    ("sys", "last_traceback"),
+    ("sys", "last_exc"),
+    ("sys", "modules"),
+    ("sys", "path_importer_cache"),
+    ("linecache", "cache"),
+    ("re", "_cache"),
+    ("re", "_cache2"),
+    ("tempfile", "_name_sequence"),
+    ("logging", "_startTime"),
+    ("sys", "stdout"),
+    ("sys", "stderr"),
+    ("sys", "stdin"),
+    ("sys", "__stdout__"),
+    ("sys", "__stderr__"),
+    ("sys", "__stdin__"),
+    ("builtins", "_"),
+}
 ATOMS = (type(None), bool, int, float, complex, str, bytes)
 OPAQUE = (types.CodeType, types.FrameType, types.TracebackType, types.GeneratorType, types.CoroutineType)
 THREADS = threading._active
@@ -45,8 +73,7 @@ ORDERED_C = {"builtins", "collections", "_collections", "functools", "itertools"
 
 
 def _skipped_module(name):
-    return any(name == p or name.startswith(p + ".") or (p.endswith("_") and name.startswith(p))
-               for p in SKIP_MODULES)
+    return any(name == p or name.startswith(p + ".") or (p.endswith("_") and name.startswith(p)) for p in SKIP_MODULES)
 
 
 def _module_of(x):
@@ -56,7 +83,7 @@ def _module_of(x):
 
 
 def _owned_path(o):
-    """"module.qualname" when that name finds `o` itself (a class or function defined there), else None."""
+    """ "module.qualname" when that name finds `o` itself (a class or function defined there), else None."""
     mod, qual = getattr(o, "__module__", None), getattr(o, "__qualname__", None)
     if not isinstance(mod, str) or not isinstance(qual, str) or "<" in qual:
         return None
@@ -156,9 +183,15 @@ class Walker:
             out.append("W")
             self.visit(o(), d)
             return
-        if isinstance(o, OPAQUE) or t.__name__ in ("cell", "method-wrapper", "wrapper_descriptor",
-                                                   "method_descriptor", "getset_descriptor",
-                                                   "member_descriptor", "classmethod_descriptor"):
+        if isinstance(o, OPAQUE) or t.__name__ in (
+            "cell",
+            "method-wrapper",
+            "wrapper_descriptor",
+            "method_descriptor",
+            "getset_descriptor",
+            "member_descriptor",
+            "classmethod_descriptor",
+        ):
             out.append("O:" + t.__name__)
             return
         if isinstance(o, re.Pattern):
@@ -172,7 +205,7 @@ class Walker:
         elif isinstance(o, (set, frozenset)):
             self._set(o, d)
         if mod == "random" and callable(getattr(o, "getstate", None)):  # (asked only there: getattr on a
-            self.visit(o.getstate(), d)                                  # ctypes library loads a symbol)
+            self.visit(o.getstate(), d)  # ctypes library loads a symbol)
         od = getattr(o, "__dict__", None)
         if isinstance(od, dict):
             self._dict(od, d)
@@ -210,7 +243,7 @@ class Walker:
 
 def _full(cell):
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018  (the read is the test)
         return True
     except ValueError:
         return False
@@ -288,8 +321,16 @@ def pytest_runtest_protocol(item, nextitem):
             total, per_module, n = fingerprint(_fixture_values())
         except Exception as e:  # the walk could not finish: never equal to anything
             total, per_module, n = "error:%s:%s" % (type(e).__name__, e), {}, 0
-        _write({"file": path, "after": item.nodeid, "fp": total, "modules": per_module, "objects": n,
-                "seconds": round(time.perf_counter() - t0, 4)})
+        _write(
+            {
+                "file": path,
+                "after": item.nodeid,
+                "fp": total,
+                "modules": per_module,
+                "objects": n,
+                "seconds": round(time.perf_counter() - t0, 4),
+            }
+        )
 
 
 def pytest_runtest_logreport(report):

@@ -11,6 +11,7 @@ bound on what choosing tests alone can save, whatever the runner.
     python bench/validation.py --repo pypi:python-dateutil==2.9.0.post0 \
         --recipe bench/recipes/python-dateutil.json --candidates 60
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from factory import build_environment  # noqa: E402
-from factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
-from factory.testmap import TestMap  # noqa: E402
-from factory.validate import Validator, selection_for  # noqa: E402
+from bugforge.factory import build_environment  # noqa: E402
+from bugforge.factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
+from bugforge.factory.validate import Validator
+from bugforge.testing.selection import selection_for  # noqa: E402
+from bugforge.testing.testmap import TestMap  # noqa: E402
 
 
 def busy_seconds() -> float:
@@ -80,7 +82,9 @@ def test_time_shares(env, testmap, cands) -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repo", default="pypi:python-dateutil==2.9.0.post0", help="any source `bugforge factory env` takes")
+    ap.add_argument(
+        "--repo", default="pypi:python-dateutil==2.9.0.post0", help="any source `bugforge factory env` takes"
+    )
     ap.add_argument("--recipe", help="an edited recipe.json (see bench/recipes/)")
     ap.add_argument("--out", default="runs/bench")
     ap.add_argument("--candidates", type=int, default=60)
@@ -92,29 +96,44 @@ def main() -> int:
     print(f"repository: {a.repo}  tests: {len(env.tests)}  suite: {env.suite_seconds:.2f} s  candidates: {len(cands)}")
     sel, sel_cpu, sel_wall = run("selected", env, testmap, cands)
     full, full_cpu, full_wall = run("full", env, testmap, cands)
-    disagree = [c.id for c in cands if (sel[c.id].status == "valid") != (full[c.id].status == "valid")
-                or sel[c.id].FAIL_TO_PASS != full[c.id].FAIL_TO_PASS
-                or (sel[c.id].status == "valid" and sel[c.id].PASS_TO_PASS != full[c.id].PASS_TO_PASS)]
+    disagree = [
+        c.id
+        for c in cands
+        if (sel[c.id].status == "valid") != (full[c.id].status == "valid")
+        or sel[c.id].FAIL_TO_PASS != full[c.id].FAIL_TO_PASS
+        or (sel[c.id].status == "valid" and sel[c.id].PASS_TO_PASS != full[c.id].PASS_TO_PASS)
+    ]
     n_valid = sum(r.status == "valid" for r in full.values())
     modes = {m: sum(r.mode == m for r in sel.values()) for m in ("selected", "suite")}
-    print(f"valid instances: {n_valid} of {len(cands)}  (default mode ran {modes['selected']} with selected tests, "
-          f"{modes['suite']} with the whole suite, {len(cands) - sum(modes.values())} needed no run)")
+    print(
+        f"valid instances: {n_valid} of {len(cands)}  (default mode ran {modes['selected']} with selected tests, "
+        f"{modes['suite']} with the whole suite, {len(cands) - sum(modes.values())} needed no run)"
+    )
     print(f"identical labels: {'yes' if not disagree else 'no'}  (disagreements: {len(disagree)})")
     if n_valid:
-        rows = [("full (SWE-smith)", full_cpu / n_valid, full_wall / n_valid),
-                ("selected (default)", sel_cpu / n_valid, sel_wall / n_valid)]
+        rows = [
+            ("full (SWE-smith)", full_cpu / n_valid, full_wall / n_valid),
+            ("selected (default)", sel_cpu / n_valid, sel_wall / n_valid),
+        ]
         print(f"{'mode':<20}{'CPU s / valid':>15}{'wall s / valid':>16}")
         for name, c, w in rows:
             print(f"{name:<20}{c:>15.3f}{w:>16.3f}")
-        print(f"ratio full/default: CPU {full_cpu / max(sel_cpu, 1e-9):.1f}x, wall {full_wall / max(sel_wall, 1e-9):.1f}x")
+        print(
+            f"ratio full/default: CPU {full_cpu / max(sel_cpu, 1e-9):.1f}x, wall {full_wall / max(sel_wall, 1e-9):.1f}x"
+        )
     shares = test_time_shares(env, testmap, cands)
-    print(f"tests the default must run: {100 * shares['default']:.0f}% of the suite's test time per candidate "
-          f"(counting test time alone, at most {1 / max(shares['default'], 1e-9):.1f}x cheaper; the rest of the "
-          f"ratio is start-up, import and collection)")
-    print("the same share for other rules (host-side, from the map): "
-          + ", ".join(f"{rule} {100 * v:.0f}% ({1 / max(v, 1e-9):.1f}x)" for rule, v in shares.items()
-                      if rule != "default")
-          + "  [per-file: each test file in a fresh process in both modes; direct: unsound, state left behind]")
+    print(
+        f"tests the default must run: {100 * shares['default']:.0f}% of the suite's test time per candidate "
+        f"(counting test time alone, at most {1 / max(shares['default'], 1e-9):.1f}x cheaper; the rest of the "
+        f"ratio is start-up, import and collection)"
+    )
+    print(
+        "the same share for other rules (host-side, from the map): "
+        + ", ".join(
+            f"{rule} {100 * v:.0f}% ({1 / max(v, 1e-9):.1f}x)" for rule, v in shares.items() if rule != "default"
+        )
+        + "  [per-file: each test file in a fresh process in both modes; direct: unsound, state left behind]"
+    )
     for cid in disagree[:10]:
         print("disagreement:", cid, sel[cid].status, full[cid].status, sel[cid].FAIL_TO_PASS, full[cid].FAIL_TO_PASS)
     return 0

@@ -1,10 +1,10 @@
 """The Docker engine: connect to it, and diagnose it when it is missing (`bugforge doctor`)."""
+
 from __future__ import annotations
 
 import functools
 import os
 import shutil
-from dataclasses import dataclass
 
 import docker
 import docker.errors
@@ -16,7 +16,7 @@ MIN_FREE_GB = 5.0
 LABEL = "bugforge"  # every container bugforge starts carries this label, so orphans can be found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def client(timeout: int = 300) -> docker.DockerClient:
     """A client for the local engine; raises BugforgeError with a fix when no engine answers."""
     try:
@@ -51,31 +51,3 @@ def require_disk(need_gb: float, what: str) -> None:
             f"only {have:.1f} GB free for Docker images, {what} needs about {need_gb:.1f} GB",
             "free disk space (e.g. `docker system prune`) and try again",
         )
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-
-
-def doctor(python: str = "3.11") -> list[Check]:
-    """Every check `bugforge doctor` prints; the engine is unusable unless all pass."""
-    from images import find_base_image  # late import: images needs a live engine
-
-    try:
-        c = client()
-    except BugforgeError as e:
-        return [Check("engine reachable", False, e.what, e.fix)]
-    checks = [Check("engine reachable", True, c.api.base_url)]
-    v = c.version()
-    checks.append(Check("engine version", True, f"{v.get('Version')} (API {v.get('ApiVersion')})"))
-    gb = free_gb(c)
-    checks.append(Check("free disk", gb >= MIN_FREE_GB, f"{gb:.1f} GB free",
-                        f"free at least {MIN_FREE_GB:.0f} GB (docker system prune)"))
-    tag = find_base_image(python)
-    checks.append(Check(f"base image (python {python})", tag is not None, tag or "not built",
-                        f"build it with `bugforge images build --python {python}`"))
-    return checks

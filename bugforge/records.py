@@ -1,5 +1,6 @@
 """The typed records that cross stage boundaries. Every record is a dataclass that round-trips
 through JSON (`to_json` / `from_json`); JSONL files hold one record per line."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -118,7 +119,7 @@ class EnvRecord:
     """Wall time of one plain baseline run of the whole suite, inside the container."""
     runs: int
     testmap: str
-    """Path of the per-test coverage map (see factory.testmap)."""
+    """Path of the per-test coverage map (see bugforge.testing.testmap)."""
     key: str
     """Hash of (source commit, recipe, base image): equal keys mean an unchanged environment."""
     created_at: str = ""

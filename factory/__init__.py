@@ -1,4 +1,5 @@
 """The factory: repository -> environment (image, baseline, coverage map) -> bugs -> task instances.
 
 Entry points: `build_environment` (stage 1)."""
-from factory.environment import build_environment  # noqa: F401
+
+from bugforge.factory.environment import build_environment  # noqa: F401

@@ -1,6 +1,7 @@
 """Acquire a repository from a git URL, a local path (git or not) or `pypi:NAME==VER`, and turn it into
 a *snapshot*: a fresh git repository with one deterministic commit holding the tree. The snapshot is
 what goes to /testbed in the image; it has no history an agent could mine for the fix."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,13 +18,32 @@ from pathlib import Path
 import git
 
 from bugforge.errors import BugforgeError
+from bugforge.paths import cache_home
 
-SKIP_DIRS = {".git", "__pycache__", ".pytest_cache", ".tox", ".nox", ".venv", "venv", "build", "dist",
-             ".mypy_cache", ".ruff_cache", ".eggs", ".hypothesis"}
+SKIP_DIRS = {
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".eggs",
+    ".hypothesis",
+}
 FIXED_DATE = "2000-01-01T00:00:00+0000"
-GIT_ENV = {"GIT_AUTHOR_NAME": "bugforge", "GIT_AUTHOR_EMAIL": "bugforge@localhost",
-           "GIT_COMMITTER_NAME": "bugforge", "GIT_COMMITTER_EMAIL": "bugforge@localhost",
-           "GIT_AUTHOR_DATE": FIXED_DATE, "GIT_COMMITTER_DATE": FIXED_DATE}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bugforge",
+    "GIT_AUTHOR_EMAIL": "bugforge@localhost",
+    "GIT_COMMITTER_NAME": "bugforge",
+    "GIT_COMMITTER_EMAIL": "bugforge@localhost",
+    "GIT_AUTHOR_DATE": FIXED_DATE,
+    "GIT_COMMITTER_DATE": FIXED_DATE,
+}
 
 
 @dataclass
@@ -33,10 +53,6 @@ class Acquired:
     source_commit: str
     history_dir: str | None
     """A clone with the source's history (for history-revert bugs); None when there is none."""
-
-
-def cache_home() -> Path:
-    return Path(os.environ.get("BUGFORGE_HOME", Path.home() / ".cache" / "bugforge"))
 
 
 def slug(text: str) -> str:
@@ -54,16 +70,20 @@ def acquire(source: str, commit: str | None, dest: Path) -> Acquired:
         if (path / ".git").exists():
             return _from_git(str(path.resolve()), commit, dest, name=path.resolve().name)
         if commit:
-            raise BugforgeError(f"--commit {commit} given but {source} is not a git repository",
-                                "drop --commit, or point at a git repository")
+            raise BugforgeError(
+                f"--commit {commit} given but {source} is not a git repository",
+                "drop --commit, or point at a git repository",
+            )
         _copy_tree(path, dest)
         c = snapshot(dest, f"snapshot of {path.resolve().name}")
         return Acquired(path.resolve().name, source, c, None)
     if re.match(r"^(https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:", source):
         name = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
         return _from_git(source, commit, dest, name=name)
-    raise BugforgeError(f"{source!r} is not an existing path, a git URL or pypi:NAME==VERSION",
-                        "check the spelling of the repository argument")
+    raise BugforgeError(
+        f"{source!r} is not an existing path, a git URL or pypi:NAME==VERSION",
+        "check the spelling of the repository argument",
+    )
 
 
 def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
@@ -82,8 +102,9 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
             repo = git.Repo(mirror)
     except git.GitCommandError as e:
         msg = (e.stderr or str(e)).strip().splitlines()
-        raise BugforgeError(f"cannot clone {url}: {msg[-1] if msg else e}",
-                            "check the URL and that the host is reachable") from None
+        raise BugforgeError(
+            f"cannot clone {url}: {msg[-1] if msg else e}", "check the URL and that the host is reachable"
+        ) from None
     ref = commit or "HEAD"
     if not Path(url).exists() and commit is None:
         ref = "origin/HEAD" if "origin/HEAD" in [r.name for r in repo.refs] else "HEAD"
@@ -105,7 +126,7 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
 
 
 def _from_pypi(source: str, dest: Path) -> Acquired:
-    spec = source[len("pypi:"):]
+    spec = source[len("pypi:") :]
     if not re.match(r"^[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+$", spec):
         raise BugforgeError(f"{source!r} is not of the form pypi:NAME==VERSION", "e.g. pypi:attrs==23.2.0")
     name = spec.split("==")[0]
@@ -113,15 +134,19 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
         # pip prepares the sdist's metadata before it keeps the file: in an isolated build environment
         # (the host rarely has the project's build backend, or `wheel` for setup.py projects), and with
         # only the project itself restricted to its sdist, so the build backend may come as a wheel.
-        r = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "--no-binary", name,
-                            "-q", "-d", tmp, spec], capture_output=True, text=True)
+        r = subprocess.run(
+            ["python3", "-m", "pip", "download", "--no-deps", "--no-binary", name, "-q", "-d", tmp, spec],
+            capture_output=True,
+            text=True,
+        )
         files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
         if r.returncode != 0 or not files:
             lines = [ln.strip() for ln in r.stderr.strip().splitlines() if ln.strip()]
             errors = [ln for ln in lines if ln.lower().startswith("error") and "metadata-generation-failed" not in ln]
             last = (errors or lines or ["no sdist found"])[-1]
-            raise BugforgeError(f"cannot download the sdist of {spec}: {last}",
-                                "check the name and version on the package index")
+            raise BugforgeError(
+                f"cannot download the sdist of {spec}: {last}", "check the name and version on the package index"
+            )
         extract = Path(tmp) / "x"
         archive = files[0]
         if archive.suffix == ".zip":
@@ -144,8 +169,10 @@ def _copy_tree(src: Path, dest: Path) -> None:
     inside = {dest.resolve(), *dest.resolve().parents}  # where the copy goes (an --out inside the source)
 
     def ignore(d, names):
-        return [n for n in names if n in SKIP_DIRS or n.endswith((".pyc", ".egg-info"))
-                or (Path(d) / n).resolve() in inside]
+        return [
+            n for n in names if n in SKIP_DIRS or n.endswith((".pyc", ".egg-info")) or (Path(d) / n).resolve() in inside
+        ]
+
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(src, dest, ignore=ignore, symlinks=True)
@@ -165,5 +192,6 @@ def snapshot(repo_dir: Path, message: str) -> str:
 
 
 def _git(repo_dir: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo_dir), *args], env={**os.environ, **GIT_ENV}, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo_dir), *args], env={**os.environ, **GIT_ENV}, check=True, capture_output=True, text=True
+    ).stdout.strip()

@@ -2,6 +2,7 @@
 
 `build_environment` is the entry point; it writes, under `out/NAME/`: env.json (the EnvRecord the
 next stages read), recipe.json (editable), testmap.json.gz, build.log and the snapshot repo/."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,18 +10,18 @@ import json
 import shutil
 import statistics
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
+from bugforge.factory.acquire import acquire, slug
+from bugforge.factory.recipe import detect
+from bugforge.images import build_image, ensure_base_image, image_exists
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
-from factory.acquire import acquire, slug
-from factory.recipe import detect
-from factory.testmap import TestMap
-from images import build_image, ensure_base_image, image_exists
-from sandbox.testrun import PROBE, run_tests
+from bugforge.testing.testmap import TestMap
+from bugforge.testing.testrun import run_tests, tools_digest
 
 Log = Callable[[str], None]
 ENV_DOCKERFILE_VERSION = "1"
@@ -36,19 +37,28 @@ def load_recipe(path: str | Path) -> Recipe:
 
 
 def env_dockerfile(base_image: str, recipe: Recipe) -> str:
-    lines = [f"# bugforge environment (format {ENV_DOCKERFILE_VERSION})", f"FROM {base_image}",
-             "COPY testbed /testbed"]
+    lines = [f"# bugforge environment (format {ENV_DOCKERFILE_VERSION})", f"FROM {base_image}", "COPY testbed /testbed"]
     for cmd in recipe.install:
         lines.append(f"RUN cd /testbed && {cmd}")
     # Files the install created (egg-info, build outputs) must not show up in an agent's diff.
-    lines.append("RUN cd /testbed && git ls-files -o --exclude-standard | sed 's|^|/|' >> .git/info/exclude"
-                 " && git status --porcelain | head -n 20")
+    lines.append(
+        "RUN cd /testbed && git ls-files -o --exclude-standard | sed 's|^|/|' >> .git/info/exclude"
+        " && git status --porcelain | head -n 20"
+    )
     return "\n".join(lines) + "\n"
 
 
-def build_environment(source: str, *, commit: str | None = None, recipe_path: str | None = None,
-                      out: Path = Path("runs"), runs: int = 3, timeout: float = 900, force: bool = False,
-                      log: Log = print) -> tuple[EnvRecord, bool]:
+def build_environment(
+    source: str,
+    *,
+    commit: str | None = None,
+    recipe_path: str | None = None,
+    out: Path = Path("runs"),
+    runs: int = 3,
+    timeout: float = 900,
+    force: bool = False,
+    log: Log = print,
+) -> tuple[EnvRecord, bool]:
     """Build (or reuse) the environment of `source`. Returns (record, reused)."""
     if runs < 2:
         raise BugforgeError(f"--runs {runs} cannot detect flaky tests", "use --runs 2 or more (default 3)")
@@ -57,8 +67,10 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     if local.is_dir():  # the environment's directory must not be, or hold, the source (it replaces repo/)
         env_dir = (Path(out) / slug(local.name)).resolve()
         if env_dir == local or env_dir in local.parents:
-            raise BugforgeError(f"the environment's directory {env_dir} would hold the source {local}",
-                                "pass --out a directory outside the source repository")
+            raise BugforgeError(
+                f"the environment's directory {env_dir} would hold the source {local}",
+                "pass --out a directory outside the source repository",
+            )
     staging = Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
     shutil.rmtree(staging, ignore_errors=True)
     log(f"acquire: {source}{' @ ' + commit if commit else ''}")
@@ -67,9 +79,10 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     recipe = recipe_override or detect(staging / "repo")
     base_commit = _head(staging / "repo")
     base = ensure_base_image(recipe.python, log=log)
-    probe = hashlib.sha256(PROBE.read_bytes()).hexdigest()
-    key = hashlib.sha256(json.dumps([base_commit, to_dict(recipe), base.tag, ENV_DOCKERFILE_VERSION,
-                                     runs, probe]).encode()).hexdigest()
+    probe = tools_digest()
+    key = hashlib.sha256(
+        json.dumps([base_commit, to_dict(recipe), base.tag, ENV_DOCKERFILE_VERSION, runs, probe]).encode()
+    ).hexdigest()
     env_json = env_dir / "env.json"
     if env_json.exists() and not force:
         try:
@@ -86,10 +99,14 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     if not image_exists(tag):
         require_disk(3.0, "an environment image")
         log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
-        build_image({"Dockerfile": env_dockerfile(base.tag, recipe).encode(), "testbed": staging / "repo"}, tag,
-                    labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
-                    log=lambda line: log("build: " + line), log_file=env_dir / "build.log",
-                    what=f"the environment of {got.name}")
+        build_image(
+            {"Dockerfile": env_dockerfile(base.tag, recipe).encode(), "testbed": staging / "repo"},
+            tag,
+            labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
+            log=lambda line: log("build: " + line),
+            log_file=env_dir / "build.log",
+            what=f"the environment of {got.name}",
+        )
     else:
         log(f"build: reusing {tag}")
     tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, log=log)
@@ -100,23 +117,38 @@ def build_environment(source: str, *, commit: str | None = None, recipe_path: st
     shutil.rmtree(repo_dir, ignore_errors=True)
     (staging / "repo").rename(repo_dir)
     shutil.rmtree(staging, ignore_errors=True)
-    record = EnvRecord(name=slug(got.name), source=source, source_commit=got.source_commit, base_commit=base_commit,
-                       repo_dir=str(repo_dir.resolve()), image=tag, base_image=base.tag, recipe=recipe, tests=tests,
-                       suite_seconds=round(suite_seconds, 3), runs=runs, testmap=str(testmap_path.resolve()), key=key,
-                       created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                       history_dir=got.history_dir)
+    record = EnvRecord(
+        name=slug(got.name),
+        source=source,
+        source_commit=got.source_commit,
+        base_commit=base_commit,
+        repo_dir=str(repo_dir.resolve()),
+        image=tag,
+        base_image=base.tag,
+        recipe=recipe,
+        tests=tests,
+        suite_seconds=round(suite_seconds, 3),
+        runs=runs,
+        testmap=str(testmap_path.resolve()),
+        key=key,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        history_dir=got.history_dir,
+    )
     write_json(env_json, record)
     return record, False
 
 
 def _head(repo: Path) -> str:
     import subprocess
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
-def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
-             log: Log = print) -> tuple[dict[str, TestOutcome], float, TestMap]:
+def baseline(
+    image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900, log: Log = print
+) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
     Then once more watching method lookups (factory/probe.py): what decides a removed method."""
     seed_hypothesis(image, recipe, log)
@@ -124,41 +156,54 @@ def baseline(image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900,
     raw_cov = None
     for i in range(runs):
         t0 = time.monotonic()
-        run, cov = run_tests(image, recipe.pytest_args, coverage=(i == 0), timeout=timeout,
-                             test_files=recipe.test_files)
+        run, cov = run_tests(
+            image, recipe.pytest_args, coverage=(i == 0), timeout=timeout, test_files=recipe.test_files
+        )
         if i == 0 and not run.outcomes and _plugin_missing(run) and "addopts=" not in recipe.pytest_args:
             # A plugin the configuration needs could not be installed: neutralise addopts, say so.
             log("baseline: pytest rejected the configured addopts (missing plugin); retrying with -o addopts=")
             recipe.pytest_args += ["-o", "addopts="]
             recipe.notes.append("pytest: addopts neutralised (-o addopts=): a plugin it needs could not be installed")
-            run, cov = run_tests(image, recipe.pytest_args, coverage=True, timeout=timeout, test_files=recipe.test_files)
+            run, cov = run_tests(
+                image, recipe.pytest_args, coverage=True, timeout=timeout, test_files=recipe.test_files
+            )
         if i == 0:
             raw_cov = cov
-        log(f"baseline: run {i + 1}/{runs}{' (with coverage)' if i == 0 else ''}: {len(run.outcomes)} tests, "
-            f"{sum(o == 'passed' for o in run.outcomes.values())} passed, {time.monotonic() - t0:.1f} s")
+        log(
+            f"baseline: run {i + 1}/{runs}{' (with coverage)' if i == 0 else ''}: {len(run.outcomes)} tests, "
+            f"{sum(o == 'passed' for o in run.outcomes.values())} passed, {time.monotonic() - t0:.1f} s"
+        )
         _check_run(run, timeout)
         results.append(run)
     ids = sorted(set().union(*(r.outcomes for r in results)))
     tests = {}
     for t in ids:
         seen = [r.outcomes.get(t, "missing") for r in results]
-        tests[t] = TestOutcome(outcome=seen[0], duration=round(statistics.mean(r.durations.get(t, 0.0) for r in results), 4),
-                               flaky=len(set(seen)) > 1)
+        tests[t] = TestOutcome(
+            outcome=seen[0],
+            duration=round(statistics.mean(r.durations.get(t, 0.0) for r in results), 4),
+            flaky=len(set(seen)) > 1,
+        )
     plain = [r.wall for r in results[1:]]
     testmap = TestMap.from_coverage(raw_cov or {})
     # one more run, watching which tests look up which methods (a removed method selects those tests)
     t0 = time.monotonic()
-    look, raw_lookups = run_tests(image, recipe.pytest_args, lookups=True, timeout=timeout, test_files=recipe.test_files)
+    look, raw_lookups = run_tests(
+        image, recipe.pytest_args, lookups=True, timeout=timeout, test_files=recipe.test_files
+    )
     unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
-    log(f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
-        f"{time.monotonic() - t0:.1f} s")
+    log(
+        f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
+        f"{time.monotonic() - t0:.1f} s"
+    )
     testmap.add_lookups(None if look.timed_out or not look.outcomes else raw_lookups, unwatched)
     return tests, statistics.median(plain), testmap
 
 
 def _plugin_missing(run: TestRun) -> bool:
-    return any(s in run.log_tail for s in ("unrecognized arguments", "Error importing plugin",
-                                           "No module named 'pytest_"))
+    return any(
+        s in run.log_tail for s in ("unrecognized arguments", "Error importing plugin", "No module named 'pytest_")
+    )
 
 
 def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
@@ -169,8 +214,9 @@ def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
     if any(a.startswith("--hypothesis-seed") for a in recipe.pytest_args):
         return
     probe = "import importlib.util as u; print(u.find_spec('hypothesis') is not None)"
-    out = client().containers.run(image, ["python", "-c", probe], network_mode="none", remove=True,
-                                  labels={LABEL: "testrun"})
+    out = client().containers.run(
+        image, ["python", "-c", probe], network_mode="none", remove=True, labels={LABEL: "testrun"}
+    )
     if out.strip() == b"True":
         recipe.pytest_args += ["--hypothesis-seed=0"]
         recipe.notes.append("pytest: Hypothesis seeded (--hypothesis-seed=0): every run tries the same examples")
@@ -180,13 +226,19 @@ def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
 def _check_run(run: TestRun, timeout: float) -> None:
     if run.timed_out:
         where = f" (still running: {run.running})" if run.running else ""
-        raise BugforgeError(f"the test suite did not finish within {timeout:.0f} s{where}",
-                            "raise --timeout, or add '--deselect <test id>' to pytest_args in recipe.json and pass --recipe")
+        raise BugforgeError(
+            f"the test suite did not finish within {timeout:.0f} s{where}",
+            "raise --timeout, or add '--deselect <test id>' to pytest_args in recipe.json and pass --recipe",
+        )
     if not run.outcomes:
         if run.collect_errors:
             where, msg = next(iter(run.collect_errors.items()))
-            raise BugforgeError(f"no test ran: collecting {where} failed: {msg.strip().splitlines()[-1][:300] if msg.strip() else ''}",
-                                "fix the recipe's install steps (recipe.json, then --recipe)")
+            raise BugforgeError(
+                f"no test ran: collecting {where} failed: {msg.strip().splitlines()[-1][:300] if msg.strip() else ''}",
+                "fix the recipe's install steps (recipe.json, then --recipe)",
+            )
         tail = " | ".join(run.log_tail.strip().splitlines()[-3:])
-        raise BugforgeError(f"no tests found (pytest exit code {run.exit_code}: {tail[-300:]})",
-                            "point at a repository with a pytest or unittest suite, or set test_files in recipe.json")
+        raise BugforgeError(
+            f"no tests found (pytest exit code {run.exit_code}: {tail[-300:]})",
+            "point at a repository with a pytest or unittest suite, or set test_files in recipe.json",
+        )

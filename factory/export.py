@@ -5,25 +5,26 @@ An instance image is a thin layer over the environment image: the bug applied an
 history, reflog, dangling objects) shows the fix. The eval_script restores every test file from the
 instance's own commit, removes planted conftest/sitecustomize files, then runs `pytest -rA` between
 SWE-bench's markers, so `python -m swebench.harness.run_evaluation` scores our rows as they are."""
+
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 import docker.errors
 
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
+from bugforge.factory import statement
+from bugforge.factory.acquire import FIXED_DATE
+from bugforge.factory.generate import Scratch, load_validated
+from bugforge.images import image_exists
 from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
-from factory import statement
-from factory.acquire import FIXED_DATE
-from factory.generate import Scratch, load_validated
-from images import image_exists
-from sandbox.grader import CONFIG_NAMES, PLANTED
-from sandbox.testrun import _file_archive, selection_files
+from bugforge.testing.tamper import CONFIG_NAMES, PLANTED
+from bugforge.testing.testrun import file_archive, selection_files
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
 FOLD = f"""set -e
@@ -46,8 +47,11 @@ git rev-parse HEAD
 
 def test_files_of(val: Validation, repo_dir: str) -> list[str]:
     import subprocess
+
     files = {t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)}
-    tracked = subprocess.run(["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    tracked = subprocess.run(
+        ["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
     config = {p for p in tracked if p.rsplit("/", 1)[-1] in CONFIG_NAMES}
     return sorted(files | (config & set(tracked)))
 
@@ -56,35 +60,47 @@ def eval_script(commit: str, test_files: list[str], run_files: list[str], pytest
     """The script SWE-bench's harness (and our grader) runs after applying a model patch."""
     restore = " ".join(shlex.quote(f) for f in test_files)
     run = " ".join(shlex.quote(a) for a in ["-rA", *pytest_args, *run_files])
-    return "\n".join([
-        "#!/bin/bash",
-        "set -uxo pipefail",
-        "cd /testbed",
-        f"git checkout {commit} -- {restore}",
-        f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
-        "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
-        ": '>>>>> Start Test Output'",
-        f"python -m pytest {run}",
-        ": '>>>>> End Test Output'",
-        f"git checkout {commit} -- {restore}",
-        "",
-    ])
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            "set -uxo pipefail",
+            "cd /testbed",
+            f"git checkout {commit} -- {restore}",
+            f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
+            "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
+            ": '>>>>> Start Test Output'",
+            f"python -m pytest {run}",
+            ": '>>>>> End Test Output'",
+            f"git checkout {commit} -- {restore}",
+            "",
+        ]
+    )
 
 
 def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
     """Commit a container in which the bug was folded into /testbed; returns the instance's commit."""
-    c = client().containers.create(env.image, ["bash", "-c", "sleep infinity"], network_mode="none",
-                                   labels={LABEL: "export"}, stop_signal="SIGKILL")
+    c = client().containers.create(
+        env.image,
+        ["bash", "-c", "sleep infinity"],
+        network_mode="none",
+        labels={LABEL: "export"},
+        stop_signal="SIGKILL",
+    )
     try:
-        c.put_archive("/tmp", _file_archive("bugforge-bug.diff", cand.patch.encode()))
+        c.put_archive("/tmp", file_archive("bugforge-bug.diff", cand.patch.encode()))
         c.start()
         code, out = c.exec_run(["bash", "-c", FOLD], user="root")
         if code != 0:
-            raise BugforgeError(f"could not fold bug {cand.id} into {env.image}: {out.decode(errors='replace')[-300:]}",
-                                "rerun `bugforge factory generate` (the candidate no longer applies)")
+            raise BugforgeError(
+                f"could not fold bug {cand.id} into {env.image}: {out.decode(errors='replace')[-300:]}",
+                "rerun `bugforge factory generate` (the candidate no longer applies)",
+            )
         commit = out.decode().strip().splitlines()[-1]
-        c.commit(repository=tag.split(":")[0], tag=tag.split(":")[1],
-                 changes=["LABEL bugforge.instance=" + tag.split(":")[1], "WORKDIR /testbed", 'CMD ["bash"]'])
+        c.commit(
+            repository=tag.split(":")[0],
+            tag=tag.split(":")[1],
+            changes=["LABEL bugforge.instance=" + tag.split(":")[1], "WORKDIR /testbed", 'CMD ["bash"]'],
+        )
         return commit
     finally:
         c.remove(force=True)
@@ -95,9 +111,15 @@ def difficulty(cand: Candidate) -> str:
     return "easy" if n <= 2 and len(cand.files) == 1 else "medium" if n <= 10 and len(cand.files) <= 2 else "hard"
 
 
-def export(env_path: str | Path, out: str | Path | None = None, *, limit: int | None = None, seed: int = 0,
-           progress: Callable[[str, int, int], None] = lambda *a: None,
-           statement_lm: tuple | None = None) -> Path:
+def export(
+    env_path: str | Path,
+    out: str | Path | None = None,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str, int, int], None] = lambda *a: None,
+    statement_lm: tuple | None = None,
+) -> Path:
     """Build an image for every valid bug not yet exported and append its row to `out`."""
     env_path = Path(env_path)
     env_dir = env_path if env_path.is_dir() else env_path.parent
@@ -127,14 +149,30 @@ def export(env_path: str | Path, out: str | Path | None = None, *, limit: int | 
             if statement_lm:
                 problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
             row = TaskInstance(
-                instance_id=iid, repo=f"bugforge/{env.name}", base_commit=commit, patch=scratch.combine([cand.patch], reverse=True),
-                test_patch="", problem_statement=problem, FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
-                PASS_TO_PASS=json.dumps(val.PASS_TO_PASS), version="1.0",
-                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), image=tag,
-                eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args), log_parser="parse_log_pytest",
-                eval_type="pass_and_fail", environment_setup_commit=env.base_commit, strategy=cand.strategy,
-                bug_patch=cand.patch, files=cand.files, function=cand.function, difficulty=difficulty(cand),
-                env_image=env.image, test_files=tests, pytest_args=env.recipe.pytest_args)
+                instance_id=iid,
+                repo=f"bugforge/{env.name}",
+                base_commit=commit,
+                patch=scratch.combine([cand.patch], reverse=True),
+                test_patch="",
+                problem_statement=problem,
+                FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
+                PASS_TO_PASS=json.dumps(val.PASS_TO_PASS),
+                version="1.0",
+                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                image=tag,
+                eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args),
+                log_parser="parse_log_pytest",
+                eval_type="pass_and_fail",
+                environment_setup_commit=env.base_commit,
+                strategy=cand.strategy,
+                bug_patch=cand.patch,
+                files=cand.files,
+                function=cand.function,
+                difficulty=difficulty(cand),
+                env_image=env.image,
+                test_files=tests,
+                pytest_args=env.recipe.pytest_args,
+            )
             append_jsonl(out, row)
             rows[iid] = row.__dict__
             progress("export", i, len(todo))

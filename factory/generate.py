@@ -5,6 +5,7 @@ Files under the environment's directory (all JSON lines, appended as work finish
   validations.jsonl  one Validation per candidate that has been run
 A rerun skips what these files already hold, so an interrupted run resumes where it stopped.
 """
+
 from __future__ import annotations
 
 import random
@@ -12,17 +13,18 @@ import subprocess
 import tempfile
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bugforge.errors import BugforgeError
+from bugforge.factory.mutations import OPERATORS, STRATEGY_OF
+from bugforge.factory.mutations import sites as mutation_sites
+from bugforge.factory.validate import Validator
 from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl
-from factory.mutations import OPERATORS, STRATEGY_OF, sites as mutation_sites
-from factory.patches import changed_lines, file_diff, files_of, patch_id
-from factory.testmap import TestMap
-from factory.validate import Validator
+from bugforge.testing.patches import changed_lines, file_diff, files_of, patch_id
+from bugforge.testing.testmap import TestMap
 
 PROCEDURAL = sorted({STRATEGY_OF.get(op.name, op.name) for op in OPERATORS})
 OTHER = ["lm_modify", "lm_rewrite", "history", "combine"]
@@ -53,21 +55,33 @@ class StrategyReport:
 def is_test_file(path: str, test_files: set[str]) -> bool:
     name = path.rsplit("/", 1)[-1]
     parts = path.split("/")[:-1]
-    return (path in test_files or name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
-            or any(p in ("tests", "test", "testing") for p in parts))
+    return (
+        path in test_files
+        or name == "conftest.py"
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or any(p in ("tests", "test", "testing") for p in parts)
+    )
 
 
 def source_files(env: EnvRecord) -> list[str]:
     """Python files a bug may go into: tracked, not tests, not packaging or docs."""
-    out = subprocess.run(["git", "-C", env.repo_dir, "ls-files", "*.py"], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        ["git", "-C", env.repo_dir, "ls-files", "*.py"], capture_output=True, text=True, check=True
+    ).stdout.split()
     test_files = {t.split("::")[0] for t in env.tests}
-    return [p for p in out if not is_test_file(p, test_files) and p.rsplit("/", 1)[-1] not in ("setup.py", "conftest.py")
-            and not p.startswith(("docs/", "doc/", "examples/", "benchmarks/"))]
+    return [
+        p
+        for p in out
+        if not is_test_file(p, test_files)
+        and p.rsplit("/", 1)[-1] not in ("setup.py", "conftest.py")
+        and not p.startswith(("docs/", "doc/", "examples/", "benchmarks/"))
+    ]
 
 
-def procedural_candidates(env: EnvRecord, testmap: TestMap, strategies: set[str], limit: int,
-                          seed: int) -> tuple[list[Candidate], int]:
+def procedural_candidates(
+    env: EnvRecord, testmap: TestMap, strategies: set[str], limit: int, seed: int
+) -> tuple[list[Candidate], int]:
     """Up to `limit` distinct mutations, drawn round-robin over strategies (seeded, so every strategy is
     represented), dropping any that does not parse or duplicates an earlier patch. Returns them and
     the number of sites there were to draw from."""
@@ -105,8 +119,17 @@ def procedural_candidates(env: EnvRecord, testmap: TestMap, strategies: set[str]
         if cid in seen:
             continue
         seen.add(cid)
-        out.append(Candidate(cid, m.strategy, patch, [path], {path: sorted(changed_lines(old, m.source))},
-                             m.function, list(m.line_span)))
+        out.append(
+            Candidate(
+                cid,
+                m.strategy,
+                patch,
+                [path],
+                {path: sorted(changed_lines(old, m.source))},
+                m.function,
+                list(m.line_span),
+            )
+        )
     return out, n_sites
 
 
@@ -124,10 +147,16 @@ class Scratch:
         undo = ["-R", "--src-prefix=a/", "--dst-prefix=b/"] if reverse else []
         try:
             for p in patches:  # bugs in neighbouring functions share context lines: one matching line will do
-                subprocess.run(["git", "-C", str(self.dir), "apply", "-C1", "-"], input=p, text=True, check=True,
-                               capture_output=True)
-            return subprocess.run(["git", "-C", str(self.dir), "diff", *undo], capture_output=True, text=True,
-                                  check=True).stdout
+                subprocess.run(
+                    ["git", "-C", str(self.dir), "apply", "-C1", "-"],
+                    input=p,
+                    text=True,
+                    check=True,
+                    capture_output=True,
+                )
+            return subprocess.run(
+                ["git", "-C", str(self.dir), "diff", *undo], capture_output=True, text=True, check=True
+            ).stdout
         except subprocess.CalledProcessError:
             return None
         finally:
@@ -152,7 +181,7 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
         if len(c.files) == 1 and not c.parents:
             by_file[c.files[0]].append((c, v))
     groups = []
-    for path, items in sorted(by_file.items()):
+    for _path, items in sorted(by_file.items()):
         items = sorted(items, key=lambda cv: cv[0].id)
         rng.shuffle(items)
         used_funcs: set[str] = set()
@@ -178,16 +207,36 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
             for c in group:
                 for f, ls in c.changed.items():
                     changed[f] = sorted(set(changed[f]) | set(ls))
-            out.append(Candidate(patch_id(patch), "combine", patch, files_of(patch), dict(changed),
-                                 " + ".join(c.function for c in group), [], [c.id for c in group],
-                                 {"strategies": [c.strategy for c in group]}))
+            out.append(
+                Candidate(
+                    patch_id(patch),
+                    "combine",
+                    patch,
+                    files_of(patch),
+                    dict(changed),
+                    " + ".join(c.function for c in group),
+                    [],
+                    [c.id for c in group],
+                    {"strategies": [c.strategy for c in group]},
+                )
+            )
     finally:
         scratch.close()
     return out
 
 
-def validate_all(env: EnvRecord, testmap: TestMap, cands: list[Candidate], done: dict[str, Validation], *,
-                 mode: str, workers: int, path: Path, progress: Progress, phase: str) -> dict[str, Validation]:
+def validate_all(
+    env: EnvRecord,
+    testmap: TestMap,
+    cands: list[Candidate],
+    done: dict[str, Validation],
+    *,
+    mode: str,
+    workers: int,
+    path: Path,
+    progress: Progress,
+    phase: str,
+) -> dict[str, Validation]:
     """Validate what is not yet in `done`, K warm workers at a time; append each result as it lands."""
     todo = [c for c in cands if c.id not in done]
     total, finished = len(cands), len(cands) - len(todo)
@@ -223,9 +272,19 @@ def validate_all(env: EnvRecord, testmap: TestMap, cands: list[Candidate], done:
     return done
 
 
-def generate(env_path: str | Path, *, strategies: list[str] | None = None, max_candidates: int = 300,
-             workers: int = 2, seed: int = 0, mode: str = "selected", max_combos: int | None = None,
-             lm=None, progress: Progress = _no_progress, log: Callable[[str], None] = print) -> dict[str, StrategyReport]:
+def generate(
+    env_path: str | Path,
+    *,
+    strategies: list[str] | None = None,
+    max_candidates: int = 300,
+    workers: int = 2,
+    seed: int = 0,
+    mode: str = "selected",
+    max_combos: int | None = None,
+    lm=None,
+    progress: Progress = _no_progress,
+    log: Callable[[str], None] = print,
+) -> dict[str, StrategyReport]:
     """Propose, validate and record bugs for one environment. Returns the per-strategy report."""
     env_path = Path(env_path)
     if env_path.is_dir():
@@ -259,24 +318,30 @@ def generate(env_path: str | Path, *, strategies: list[str] | None = None, max_c
         log(f"generate: {n_sites} mutation sites on covered lines; drew {len(drawn)} distinct candidates (seed {seed})")
         singles += drawn
     if "history" in wanted:
-        from factory.history import history_candidates
+        from bugforge.factory.history import history_candidates
+
         singles += history_candidates(env, limit=max(10, max_candidates // 10))
     if wanted & {"lm_modify", "lm_rewrite"}:
         if lm is None:
-            raise BugforgeError("LM strategies need a model endpoint",
-                                "pass --lm-model and --lm-base-url (or set OPENAI_BASE_URL), or drop lm_* strategies")
-        from factory.lm_bugs import lm_candidates
+            raise BugforgeError(
+                "LM strategies need a model endpoint",
+                "pass --lm-model and --lm-base-url (or set OPENAI_BASE_URL), or drop lm_* strategies",
+            )
+        from bugforge.factory.lm_bugs import lm_candidates
+
         singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed)
     singles = add(singles)
-    done = validate_all(env, testmap, singles, done, mode=mode, workers=workers, path=val_path, progress=progress,
-                        phase="validate")
+    done = validate_all(
+        env, testmap, singles, done, mode=mode, workers=workers, path=val_path, progress=progress, phase="validate"
+    )
     combos: list[Candidate] = []
     if "combine" in wanted:
         valid = [(c, done[c.id]) for c in singles if done.get(c.id) and done[c.id].status == "valid"]
         limit = max_combos if max_combos is not None else max(5, len(valid) // 5)
         combos = add(combinations(valid, limit, seed, env.repo_dir))
-        done = validate_all(env, testmap, combos, done, mode=mode, workers=workers, path=val_path, progress=progress,
-                            phase="combine")
+        done = validate_all(
+            env, testmap, combos, done, mode=mode, workers=workers, path=val_path, progress=progress, phase="combine"
+        )
     return report(singles + combos, done)
 
 

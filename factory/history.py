@@ -1,13 +1,14 @@
 """History reverts: commits in the source's history that changed both source and tests are fixes
 (or features) with tests. Reverting the source part at the environment's commit, while keeping the
 tests, gives a bug whose tests already exist — SWE-smith's PR mirroring, without needing a code host."""
+
 from __future__ import annotations
 
 import subprocess
 
+from bugforge.factory.generate import Scratch, is_test_file
 from bugforge.records import Candidate, EnvRecord
-from factory.generate import Scratch, is_test_file
-from factory.patches import files_of, patch_id
+from bugforge.testing.patches import files_of, patch_id
 
 
 def _git(repo: str, *args: str) -> str:
@@ -40,8 +41,19 @@ def history_candidates(env: EnvRecord, limit: int = 30, scan: int = 500) -> list
             if not patch:
                 continue
             subject = _git(repo, "log", "-1", "--format=%s", sha).strip()
-            out.append(Candidate(patch_id(patch), "history", patch, files_of(patch), _old_lines(patch), "",
-                                 [], [], {"reverted_commit": sha, "subject": subject}))
+            out.append(
+                Candidate(
+                    patch_id(patch),
+                    "history",
+                    patch,
+                    files_of(patch),
+                    _old_lines(patch),
+                    "",
+                    [],
+                    [],
+                    {"reverted_commit": sha, "subject": subject},
+                )
+            )
     finally:
         scratch.close()
     return out

@@ -1,6 +1,7 @@
 """LM-made bugs through any OpenAI-compatible endpoint: `lm_modify` asks the model to slip a bug into a
 covered function; `lm_rewrite` blanks a function's body and asks the model to write it again (bugs come
 from what it gets wrong). Prompts are the template files in factory/templates/."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bugforge.records import Candidate, EnvRecord
-from factory.patches import changed_lines, file_diff, patch_id
-from factory.testmap import TestMap
+from bugforge.testing.patches import changed_lines, file_diff, patch_id
+from bugforge.testing.testmap import TestMap
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,8 +32,13 @@ class LMConfig:
 
     def client(self):
         from openai import OpenAI
-        return OpenAI(base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
-                      api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none", timeout=300, max_retries=1)
+
+        return OpenAI(
+            base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+            api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "none",
+            timeout=300,
+            max_retries=1,
+        )
 
 
 def functions(source: str) -> tuple[cst.Module, list[tuple[str, int, int, cst.FunctionDef]]]:
@@ -97,8 +103,11 @@ def stub_of(func: cst.FunctionDef) -> str:
     return cst.Module(body=[func.with_changes(body=cst.IndentedBlock(body=body), decorators=())]).code
 
 
-def lm_candidates(env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: list[str], seed: int = 0) -> list[Candidate]:
-    from factory.generate import source_files
+def lm_candidates(
+    env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: list[str], seed: int = 0
+) -> list[Candidate]:
+    from bugforge.factory.generate import source_files
+
     rng = random.Random(seed)
     sites = []
     for path in source_files(env):
@@ -112,13 +121,17 @@ def lm_candidates(env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: l
     out = []
     for strategy in strategies:
         template = (TEMPLATES / f"{strategy}.txt").read_text()
-        for path, q, node, source in sites[:cfg.per_strategy]:
+        for path, q, node, source in sites[: cfg.per_strategy]:
             code = cst.Module(body=[node]).code
             prompt = template.format(path=path, code=code, stub=stub_of(node))
             try:
-                reply = client.chat.completions.create(model=cfg.model, temperature=cfg.temperature,
-                                                       max_tokens=cfg.max_tokens, seed=seed,
-                                                       messages=[{"role": "user", "content": prompt}])
+                reply = client.chat.completions.create(
+                    model=cfg.model,
+                    temperature=cfg.temperature,
+                    max_tokens=cfg.max_tokens,
+                    seed=seed,
+                    messages=[{"role": "user", "content": prompt}],
+                )
                 text = reply.choices[0].message.content or ""
             except Exception:  # an endpoint error costs this candidate, not the run
                 continue
@@ -131,6 +144,17 @@ def lm_candidates(env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: l
             except (SyntaxError, ValueError):
                 continue
             patch = file_diff(path, source, new)
-            out.append(Candidate(patch_id(patch), strategy, patch, [path], {path: sorted(changed_lines(source, new))},
-                                 q, [], [], {"model": cfg.model}))
+            out.append(
+                Candidate(
+                    patch_id(patch),
+                    strategy,
+                    patch,
+                    [path],
+                    {path: sorted(changed_lines(source, new))},
+                    q,
+                    [],
+                    [],
+                    {"model": cfg.model},
+                )
+            )
     return out

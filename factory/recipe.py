@@ -1,6 +1,7 @@
 """Detect how to install a Python repository and run its tests (a `Recipe`), from the files that
 projects actually use: pyproject.toml (PEP 621 extras, PEP 735 dependency groups, requires-python,
 pytest settings), setup.cfg, setup.py, tox.ini, pytest.ini and requirements files."""
+
 from __future__ import annotations
 
 import ast
@@ -20,29 +21,75 @@ from bugforge.records import Recipe
 
 PYTHONS = ["3.11", "3.13", "3.9"]  # in order of preference; these can be built offline (Debian)
 TEST_EXTRAS = ["test", "tests", "testing", "dev"]
-REQUIREMENT_FILES = ["requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
-                     "test_requirements.txt", "requirements-tests.txt", "requirements-dev.txt",
-                     "requirements_dev.txt", "dev-requirements.txt", "requirements/test.txt",
-                     "requirements/tests.txt", "requirements/testing.txt", "requirements/dev.txt",
-                     "tests/requirements.txt"]
+REQUIREMENT_FILES = [
+    "requirements-test.txt",
+    "requirements_test.txt",
+    "test-requirements.txt",
+    "test_requirements.txt",
+    "requirements-tests.txt",
+    "requirements-dev.txt",
+    "requirements_dev.txt",
+    "dev-requirements.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "requirements/testing.txt",
+    "requirements/dev.txt",
+    "tests/requirements.txt",
+]
 # addopts flag -> the plugin that provides it
-PLUGIN_FOR_FLAG = {"--cov": "pytest-cov", "-n": "pytest-xdist", "--numprocesses": "pytest-xdist",
-                   "--dist": "pytest-xdist", "--timeout": "pytest-timeout", "--benchmark": "pytest-benchmark",
-                   "--reruns": "pytest-rerunfailures", "--mypy": "pytest-mypy", "--flake8": "pytest-flake8",
-                   "--hypothesis": "hypothesis", "--doctest-rst": "pytest-doctestplus",
-                   "--doctest-plus": "pytest-doctestplus", "--html": "pytest-html", "--randomly": "pytest-randomly",
-                   "-p no:randomly": "", "--asyncio-mode": "pytest-asyncio", "--mpl": "pytest-mpl",
-                   "--remote-data": "pytest-remotedata", "--cov-report": "pytest-cov", "--black": "pytest-black",
-                   "--isort": "pytest-isort", "--snapshot-update": "syrupy", "--env": "pytest-env"}
+PLUGIN_FOR_FLAG = {
+    "--cov": "pytest-cov",
+    "-n": "pytest-xdist",
+    "--numprocesses": "pytest-xdist",
+    "--dist": "pytest-xdist",
+    "--timeout": "pytest-timeout",
+    "--benchmark": "pytest-benchmark",
+    "--reruns": "pytest-rerunfailures",
+    "--mypy": "pytest-mypy",
+    "--flake8": "pytest-flake8",
+    "--hypothesis": "hypothesis",
+    "--doctest-rst": "pytest-doctestplus",
+    "--doctest-plus": "pytest-doctestplus",
+    "--html": "pytest-html",
+    "--randomly": "pytest-randomly",
+    "-p no:randomly": "",
+    "--asyncio-mode": "pytest-asyncio",
+    "--mpl": "pytest-mpl",
+    "--remote-data": "pytest-remotedata",
+    "--cov-report": "pytest-cov",
+    "--black": "pytest-black",
+    "--isort": "pytest-isort",
+    "--snapshot-update": "syrupy",
+    "--env": "pytest-env",
+}
 # ini keys -> plugin
-PLUGIN_FOR_INI = {"asyncio_mode": "pytest-asyncio", "timeout": "pytest-timeout", "env": "pytest-env",
-                  "mock_use_standalone_module": "pytest-mock", "doctest_plus": "pytest-doctestplus",
-                  "DJANGO_SETTINGS_MODULE": "pytest-django", "flake8-ignore": "pytest-flake8",
-                  "xfail_strict": ""}
+PLUGIN_FOR_INI = {
+    "asyncio_mode": "pytest-asyncio",
+    "timeout": "pytest-timeout",
+    "env": "pytest-env",
+    "mock_use_standalone_module": "pytest-mock",
+    "doctest_plus": "pytest-doctestplus",
+    "DJANGO_SETTINGS_MODULE": "pytest-django",
+    "flake8-ignore": "pytest-flake8",
+    "xfail_strict": "",
+}
 # flags that fight per-test measurement (parallelism, coverage of their own, reruns): dropped from
 # addopts in every bugforge run; the recipe records that.
-DROPPED_FLAGS = ("--cov", "-n", "--numprocesses", "--dist", "--reruns", "--looponfail", "-x", "--exitfirst",
-                 "--maxfail", "--lf", "--ff", "--sw", "--stepwise")
+DROPPED_FLAGS = (
+    "--cov",
+    "-n",
+    "--numprocesses",
+    "--dist",
+    "--reruns",
+    "--looponfail",
+    "-x",
+    "--exitfirst",
+    "--maxfail",
+    "--lf",
+    "--ff",
+    "--sw",
+    "--stepwise",
+)
 
 
 def detect(repo: Path) -> Recipe:
@@ -53,16 +100,19 @@ def detect(repo: Path) -> Recipe:
     r.python = _python_version(repo, pyproject, setup_cfg, tox, r.notes)
 
     installable = any((repo / f).exists() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
-    if (repo / "pyproject.toml").exists() and not (pyproject.get("build-system") or pyproject.get("project")
-                                                   or (repo / "setup.py").exists()):
+    if (repo / "pyproject.toml").exists() and not (
+        pyproject.get("build-system") or pyproject.get("project") or (repo / "setup.py").exists()
+    ):
         installable = False  # a pyproject.toml that only configures tools
     extras = _extras(repo, pyproject, setup_cfg)
     wanted = [e for e in TEST_EXTRAS if e in extras]
     if installable:
         target = f".[{','.join(wanted)}]" if wanted else "."
         r.install.append(f"pip install -e {shlex.quote(target)} || pip install {shlex.quote(target)}")
-        r.notes.append(f"install: the project itself{' with extras ' + ', '.join(wanted) if wanted else ''}"
-                       " (editable, or a plain install where editable is not supported)")
+        r.notes.append(
+            f"install: the project itself{' with extras ' + ', '.join(wanted) if wanted else ''}"
+            " (editable, or a plain install where editable is not supported)"
+        )
     elif (repo / "requirements.txt").exists():
         r.install.append("pip install -r requirements.txt")
         r.notes.append("install: requirements.txt (the repository is not an installable package)")
@@ -97,8 +147,10 @@ def detect(repo: Path) -> Recipe:
     kept, dropped = _clean_addopts(addopts)
     if dropped:
         r.pytest_args += ["-o", f"addopts={' '.join(kept)}"]
-        r.notes.append(f"pytest: addopts from {where} without {' '.join(dropped)} (parallel runs, coverage"
-                       " and stop-early flags would corrupt per-test outcomes and coverage)")
+        r.notes.append(
+            f"pytest: addopts from {where} without {' '.join(dropped)} (parallel runs, coverage"
+            " and stop-early flags would corrupt per-test outcomes and coverage)"
+        )
     if not r.install:
         r.notes.append("install: nothing to install (plain source tree)")
     if _legacy_path_hooks(repo):
@@ -114,11 +166,14 @@ def detect(repo: Path) -> Recipe:
         # tree back unless the installed distribution still comes from here (a PEP 660 or plain install
         # names the tree in direct_url.json; `setup.py develop` keeps its egg-info in the tree; -I keeps
         # the current directory off sys.path, so that egg-info counts only while installed).
-        check = (f'import importlib.metadata as m, os, sys; d = m.distribution("{name}"); here = os.getcwd(); '
-                 'sys.exit(not (("file://" + here) in (d.read_text("direct_url.json") or "") '
-                 'or os.path.abspath(d.locate_file("")).startswith(here)))')
-        r.install.append(f"python -I -c {shlex.quote(check)} 2>/dev/null || pip install --no-deps -e . "
-                         "|| pip install --no-deps .")
+        check = (
+            f'import importlib.metadata as m, os, sys; d = m.distribution("{name}"); here = os.getcwd(); '
+            'sys.exit(not (("file://" + here) in (d.read_text("direct_url.json") or "") '
+            'or os.path.abspath(d.locate_file("")).startswith(here)))'
+        )
+        r.install.append(
+            f"python -I -c {shlex.quote(check)} 2>/dev/null || pip install --no-deps -e . || pip install --no-deps ."
+        )
         r.notes.append(f"install: {name} reinstalled from the tree (no dependencies) if a later step replaced it")
     if not _has_pytest_config(pyproject, setup_cfg, tox, repo):
         tests = _unittest_style(repo)
@@ -140,11 +195,14 @@ def _dist_name(repo: Path, pyproject: dict, setup_cfg) -> str | None:
             tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
         except SyntaxError:
             tree = ast.Module(body=[], type_ignores=[])
-        names += [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
-                  and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
-                  for kw in node.keywords if kw.arg == "name" and isinstance(kw.value, ast.Constant)]
-    return next((n.strip() for n in names if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9._-]+", n.strip())),
-                None)
+        names += [
+            kw.value.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
+            for kw in node.keywords
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant)
+        ]
+    return next((n.strip() for n in names if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9._-]+", n.strip())), None)
 
 
 def _toml(p: Path) -> dict:
@@ -165,13 +223,16 @@ def _ini(p: Path) -> configparser.ConfigParser:
 
 
 def _python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str]) -> str:
-    spec = pyproject.get("project", {}).get("requires-python") or setup_cfg.get("options", "python_requires",
-                                                                               fallback=None)
+    spec = pyproject.get("project", {}).get("requires-python") or setup_cfg.get(
+        "options", "python_requires", fallback=None
+    )
     if spec is None and (repo / "setup.py").exists():
         m = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", (repo / "setup.py").read_text(errors="replace"))
         spec = m.group(1) if m else None
-    classifiers = pyproject.get("project", {}).get("classifiers", []) + setup_cfg.get(
-        "metadata", "classifiers", fallback="").splitlines()
+    classifiers = (
+        pyproject.get("project", {}).get("classifiers", [])
+        + setup_cfg.get("metadata", "classifiers", fallback="").splitlines()
+    )
     listed = {m.group(1) for c in classifiers if (m := re.search(r"Python :: (3\.\d+)\s*$", c.strip()))}
     if spec:
         try:
@@ -251,8 +312,12 @@ def _tox_requirement_files(repo: Path, tox) -> list[str]:
 
 def _pytest_config(repo: Path, pyproject: dict, setup_cfg, tox) -> tuple[list[str], set[str], str]:
     """(addopts as a list, ini keys present, which file) from the file pytest itself would read."""
-    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest"),
-                          ("setup.cfg", "tool:pytest")):
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        ("pyproject.toml", None),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
         if name == "pyproject.toml":
             cfg = pyproject.get("tool", {}).get("pytest", {}).get("ini_options")
             if cfg is not None:
@@ -267,8 +332,13 @@ def _pytest_config(repo: Path, pyproject: dict, setup_cfg, tox) -> tuple[list[st
 
 
 def _has_pytest_config(pyproject, setup_cfg, tox, repo) -> bool:
-    return bool(pyproject.get("tool", {}).get("pytest")) or setup_cfg.has_section("tool:pytest") or \
-        tox.has_section("pytest") or (repo / "pytest.ini").exists() or (repo / "conftest.py").exists()
+    return (
+        bool(pyproject.get("tool", {}).get("pytest"))
+        or setup_cfg.has_section("tool:pytest")
+        or tox.has_section("pytest")
+        or (repo / "pytest.ini").exists()
+        or (repo / "conftest.py").exists()
+    )
 
 
 def _plugins(addopts: list[str], ini_keys: set[str]) -> set[str]:
@@ -292,11 +362,20 @@ def _clean_addopts(addopts: list[str]) -> tuple[list[str], list[str]]:
     while i < len(addopts):
         a = addopts[i]
         flag = a.split("=")[0]
-        if any(flag == d or (d.startswith("--") and flag.startswith(d)) for d in DROPPED_FLAGS) or \
-                (flag.startswith("-n") and flag[2:].isdigit()):
+        if any(flag == d or (d.startswith("--") and flag.startswith(d)) for d in DROPPED_FLAGS) or (
+            flag.startswith("-n") and flag[2:].isdigit()
+        ):
             dropped.append(a)
-            takes_value = "=" not in a and flag in ("-n", "--numprocesses", "--dist", "--reruns", "--maxfail",
-                                                    "--cov", "--cov-report", "--cov-config")
+            takes_value = "=" not in a and flag in (
+                "-n",
+                "--numprocesses",
+                "--dist",
+                "--reruns",
+                "--maxfail",
+                "--cov",
+                "--cov-report",
+                "--cov-config",
+            )
             if takes_value and i + 1 < len(addopts) and not addopts[i + 1].startswith("-"):
                 dropped.append(addopts[i + 1])
                 i += 1
@@ -306,13 +385,18 @@ def _clean_addopts(addopts: list[str]) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
-LEGACY_PATH_HOOK = re.compile(r"def\s+pytest_(ignore_collect|collect_file|pycollect_makemodule|report_header|"
-                              r"report_collectionfinish)\s*\([^)]*\b(path|startdir)\b")
+LEGACY_PATH_HOOK = re.compile(
+    r"def\s+pytest_(ignore_collect|collect_file|pycollect_makemodule|report_header|"
+    r"report_collectionfinish)\s*\([^)]*\b(path|startdir)\b"
+)
 
 
 def _legacy_path_hooks(repo: Path) -> bool:
-    return any(LEGACY_PATH_HOOK.search(p.read_text(errors="replace")) for p in repo.rglob("conftest.py")
-               if ".git" not in p.parts)
+    return any(
+        LEGACY_PATH_HOOK.search(p.read_text(errors="replace"))
+        for p in repo.rglob("conftest.py")
+        if ".git" not in p.parts
+    )
 
 
 def _unittest_style(repo: Path) -> bool:

@@ -1,6 +1,7 @@
 """Problem statements in the voice of a bug report, written from what the failing tests show (names,
 assertion messages, the line that raised) — never from the diff. Optionally polished by an LM, which
 is shown the same material and nothing more."""
+
 from __future__ import annotations
 
 import random
@@ -57,8 +58,11 @@ def write(cand: Candidate, val: Validation, seed: int = 0, max_tests: int = 5) -
 
 def leaks(text: str, patch: str) -> list[str]:
     """Changed code lines of the patch (removed or added, 12+ chars) that appear in `text`."""
-    changed = [l[1:].strip() for l in patch.splitlines()
-               if l[:1] in "+-" and not l.startswith(("+++", "---")) and len(l[1:].strip()) >= 12]
+    changed = [
+        l[1:].strip()
+        for l in patch.splitlines()
+        if l[:1] in "+-" and not l.startswith(("+++", "---")) and len(l[1:].strip()) >= 12
+    ]
     return [c for c in changed if c in text]
 
 
@@ -70,11 +74,14 @@ def scrub(text: str, patch: str) -> str:
 
 def polish(statement: str, client, model: str) -> str:
     """Rewrite through an LM endpoint, keeping the facts; falls back to the original on any failure."""
-    prompt = ("Rewrite this bug report so it reads like a GitHub issue written by a user. Keep every test name and "
-              "error message; do not guess at the cause or the fix.\n\n" + statement)
+    prompt = (
+        "Rewrite this bug report so it reads like a GitHub issue written by a user. Keep every test name and "
+        "error message; do not guess at the cause or the fix.\n\n" + statement
+    )
     try:
-        r = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}],
-                                           max_tokens=600, temperature=0.3)
+        r = client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": prompt}], max_tokens=600, temperature=0.3
+        )
         return (r.choices[0].message.content or "").strip() or statement
     except Exception:
         return statement

@@ -1,6 +1,6 @@
 """Validation: run a candidate bug against the tests and label it.
 
-Default (`selected`): a warm container per worker (sandbox.testrun.Workbench) applies the patch, runs
+Default (`selected`): a warm container per worker (bugforge.testing.testrun.Workbench) applies the patch, runs
 only the tests whose coverage touches the changed lines (for a line no test ran, such as an `else:` or
 a branch never taken: the tests that ran its statement; for a signature that only changes a literal
 default: the tests that ran the function's body), and restores the tree. Where coverage cannot
@@ -10,6 +10,7 @@ decides, the run goes to a second test server that has collected the suite once:
 function bodies into the live functions instead of importing and collecting again (factory/zygote.py).
 `full` does what SWE-smith does: a fresh container and the whole suite for every candidate. Both
 produce the same labels; `bench/validation.py` checks that and measures the difference in cost."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,47 +18,12 @@ import time
 from pathlib import Path
 
 from bugforge.records import Candidate, EnvRecord, TestLimits, TestRun, Validation
-from factory.patches import new_text
-from factory.testmap import TestMap
-from sandbox.grading import labels
-from sandbox.testrun import Workbench, run_tests
+from bugforge.testing.grading import labels
+from bugforge.testing.selection import selection_for
+from bugforge.testing.testmap import TestMap
+from bugforge.testing.testrun import Workbench, run_tests
 
 MODES = ("selected", "full")
-
-
-def selection_for(changed: dict[str, set[int]], testmap: TestMap, passing: set[str],
-                  whole: dict[str, str] | None = None, root: Path | None = None,
-                  diff: str | None = None, removals: bool = True) -> list[str] | None:
-    """The tests of `passing` that can see a change of `changed` ({file: old-side lines}) and of `whole`
-    ({file or new directory: added | deleted | other}): None = the map cannot decide, run them all.
-    `root`: the baseline checkout, whose sources decide changed lines that never ran; `diff`: the change
-    against that checkout, which decides a signature whose literal defaults changed (TestMap.tests_seeing);
-    `removals`: whether removed methods and bases may be decided (by lookups and by names)."""
-    chosen: set[str] = set()
-    whole = dict(whole or {})
-    for path, lines in changed.items():
-        if not path.endswith(".py"):
-            whole[path] = "other"
-            continue
-        old = _source(root, path)
-        new = new_text(old, diff, path) if old is not None and diff else None
-        seeing = testmap.tests_seeing(path, lines, old, new, root, removals)
-        if seeing is None:
-            return None
-        chosen |= seeing
-    for path in whole:
-        noticing = testmap.tests_noticing(path)
-        if noticing is None:
-            return None
-        chosen |= noticing
-    return sorted(chosen & passing)
-
-
-def _source(root: Path | None, path: str) -> str | None:
-    try:
-        return (Path(root) / path).read_text(encoding="utf-8") if root else None
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def test_limits(env: EnvRecord, floor: float = 10.0) -> TestLimits:
@@ -77,8 +43,11 @@ def judge(cand: Candidate, env: EnvRecord, run: TestRun, ran: set[str], mode: st
         if run.budget:
             v.messages = {run.running or "": "the tests together ran past five times the suite's time"}
         elif run.running:
-            v.messages = {run.running: f"ran past its limit of {run.limit:g} CPU-seconds" if run.limit
-                          else "still running when the run's time was up"}
+            v.messages = {
+                run.running: f"ran past its limit of {run.limit:g} CPU-seconds"
+                if run.limit
+                else "still running when the run's time was up"
+            }
         else:
             v.messages = {"": "the run's time was up outside any test (start-up, collection or exit)"}
         return v
@@ -102,8 +71,9 @@ def _collect_message(test: str, run: TestRun) -> str:
 class Validator:
     """Validates candidates of one environment. One instance per worker thread."""
 
-    def __init__(self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60,
-                 test_limit: float = 10.0):
+    def __init__(
+        self, env: EnvRecord, testmap: TestMap, mode: str = "selected", timeout: float = 60, test_limit: float = 10.0
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown validation mode {mode!r}; use one of {MODES}")
         self.env, self.testmap, self.mode = env, testmap, mode
@@ -121,8 +91,11 @@ class Validator:
         # of every frame for the long form)
         self.pytest_args = [*env.recipe.pytest_args, "--tb=line"]
         self.passing = set(env.passing)
-        self.bench = Workbench(env.image, self.pytest_args, preload=True,
-                                collect=env.recipe.test_files) if mode == "selected" else None
+        self.bench = (
+            Workbench(env.image, self.pytest_args, preload=True, collect=env.recipe.test_files)
+            if mode == "selected"
+            else None
+        )
 
     def limits(self, ran: list[str] | None) -> TestLimits:
         """The limits of a run of `ran` (None: the whole suite): each test's own, and the budget less what
@@ -135,9 +108,15 @@ class Validator:
         t0 = time.monotonic()
         if self.mode == "full":
             setup = "cd /testbed && git apply /tmp/bugforge-out/patch.diff || exit 97"
-            run, _ = run_tests(self.env.image, self.pytest_args, timeout=self.timeout, setup=setup,
-                               files={"patch.diff": cand.patch.encode()}, test_files=self.env.recipe.test_files,
-                               test_limit=self.limits(None))
+            run, _ = run_tests(
+                self.env.image,
+                self.pytest_args,
+                timeout=self.timeout,
+                setup=setup,
+                files={"patch.diff": cand.patch.encode()},
+                test_files=self.env.recipe.test_files,
+                test_limit=self.limits(None),
+            )
             if run.exit_code == 97 and not run.outcomes:
                 return Validation(cand.id, "apply_failed", mode="full", seconds=round(time.monotonic() - t0, 3))
             v = judge(cand, self.env, run, self.passing, "full")
@@ -152,8 +131,9 @@ class Validator:
             if sel is not None and run.collect_errors:  # the change reached import time after all: run them all
                 sel = None
                 run, _ = self.bench.run(cand.patch, None, timeout=self.timeout, test_limit=self.limits(None))
-            v = judge(cand, self.env, run, self.passing if sel is None else set(sel),
-                      "suite" if sel is None else "selected")
+            v = judge(
+                cand, self.env, run, self.passing if sel is None else set(sel), "suite" if sel is None else "selected"
+            )
         v.seconds = round(time.monotonic() - t0, 3)
         return v
 

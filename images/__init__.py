@@ -1,6 +1,7 @@
 """Base images: the Dockerfile beside this file, built from a registry image or, offline, from a
 debootstrap root file system. `ensure_base_image` is the entry point."""
-from images.build import (  # noqa: F401
+
+from bugforge.images.build import (  # noqa: F401
     BaseImage,
     build_image,
     ensure_base_image,

@@ -1,5 +1,6 @@
 """Build images with the Docker engine: a generic `build_image` (streamed log, failing step reported)
 and the base image, content-addressed so an unchanged rebuild is skipped."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,9 +10,9 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import docker.errors
 
@@ -41,9 +42,16 @@ def image_exists(tag: str) -> bool:
         return False
 
 
-def build_image(context: dict[str, bytes | Path], tag: str, *, buildargs: dict[str, str] | None = None,
-                labels: dict[str, str] | None = None, log: Log = _quiet, log_file: Path | None = None,
-                what: str = "image") -> str:
+def build_image(
+    context: dict[str, bytes | Path],
+    tag: str,
+    *,
+    buildargs: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    log: Log = _quiet,
+    log_file: Path | None = None,
+    what: str = "image",
+) -> str:
     """Build `context` (name -> bytes, or a directory to add whole; must hold a Dockerfile) as `tag`,
     with the host network.
 
@@ -64,9 +72,17 @@ def build_image(context: dict[str, bytes | Path], tag: str, *, buildargs: dict[s
     step, error = "", ""
     out = open(log_file, "w") if log_file else None
     try:
-        for chunk in client().api.build(fileobj=buf, custom_context=True, tag=tag, buildargs=buildargs or {},
-                                        labels=labels or {}, network_mode="host", rm=True, forcerm=True,
-                                        decode=True):
+        for chunk in client().api.build(
+            fileobj=buf,
+            custom_context=True,
+            tag=tag,
+            buildargs=buildargs or {},
+            labels=labels or {},
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        ):
             text = chunk.get("stream") or chunk.get("status") or ""
             if "error" in chunk:
                 error = chunk["error"].strip()
@@ -105,8 +121,9 @@ def _ca_bytes(ca_bundle: str | None) -> bytes:
     if ca_bundle is not None:
         p = Path(ca_bundle)
         if not p.is_file():
-            raise BugforgeError(f"CA bundle {ca_bundle} does not exist",
-                                "pass an existing PEM file to --ca-bundle, or --no-ca-bundle")
+            raise BugforgeError(
+                f"CA bundle {ca_bundle} does not exist", "pass an existing PEM file to --ca-bundle, or --no-ca-bundle"
+            )
         return p.read_bytes()
     for p in HOST_CA_BUNDLES:
         if os.path.isfile(p):
@@ -124,13 +141,22 @@ def _tag(python: str, source: str, base_ref: str, ca: bytes) -> str:
 def find_base_image(python: str = "3.11") -> str | None:
     """The newest existing base image for this Python, whichever way it was built."""
     images = client().images.list(name=BASE_REPO)
-    tags = sorted((img.attrs.get("Created", ""), t) for img in images for t in img.tags
-                  if t.startswith(f"{BASE_REPO}:py{python}-"))
+    tags = sorted(
+        (img.attrs.get("Created", ""), t)
+        for img in images
+        for t in img.tags
+        if t.startswith(f"{BASE_REPO}:py{python}-")
+    )
     return tags[-1][1] if tags else None
 
 
-def ensure_base_image(python: str = "3.11", source: str = "auto", from_image: str | None = None,
-                      ca_bundle: str | None = None, log: Log = _quiet) -> BaseImage:
+def ensure_base_image(
+    python: str = "3.11",
+    source: str = "auto",
+    from_image: str | None = None,
+    ca_bundle: str | None = None,
+    log: Log = _quiet,
+) -> BaseImage:
     """Build (or reuse) the base image. source: 'registry', 'bootstrap' or 'auto' (registry, then
     bootstrap). `from_image` names the registry image (default python:X-slim)."""
     if source not in ("auto", "registry", "bootstrap"):
@@ -150,16 +176,20 @@ def ensure_base_image(python: str = "3.11", source: str = "auto", from_image: st
     if source in ("auto", "registry"):
         pulled = _pull(registry_ref)
         if pulled is None and (source == "registry" or from_image is not None):
-            raise BugforgeError(f"base image {registry_ref!r} cannot be pulled (unknown name, or no registry "
-                                "answers)", "check the name, or use --source bootstrap to build offline")
+            raise BugforgeError(
+                f"base image {registry_ref!r} cannot be pulled (unknown name, or no registry answers)",
+                "check the name, or use --source bootstrap to build offline",
+            )
         if pulled:
             log(f"base: pulled {registry_ref} from the registry")
             return _build_base(python, "registry", registry_ref, registry_ref, ca, log)
         log("base: no registry answers; building offline from a debootstrap root file system")
     suite = DEBIAN_FOR_PYTHON.get(python)
     if suite is None:
-        raise BugforgeError(f"Python {python} cannot be built offline (Debian offers "
-                            f"{', '.join(DEBIAN_FOR_PYTHON)})", f"use a registry image such as python:{python}-slim")
+        raise BugforgeError(
+            f"Python {python} cannot be built offline (Debian offers {', '.join(DEBIAN_FOR_PYTHON)})",
+            f"use a registry image such as python:{python}-slim",
+        )
     rootfs = bootstrap_rootfs(suite, log)
     return _build_base(python, "bootstrap", suite, rootfs, ca, log)
 
@@ -182,9 +212,14 @@ def _build_base(python: str, source: str, base_ref: str, from_ref: str, ca: byte
     tag = _tag(python, source, base_ref, ca)
     require_disk(2.0, "the base image")
     log(f"base: building {tag} from {from_ref}")
-    build_image({"Dockerfile": BASE_DOCKERFILE.read_bytes(), "ca-bundle.crt": ca}, tag,
-                buildargs={"BASE": from_ref}, labels={"bugforge.python": python, "bugforge.source": source},
-                log=log, what="the base image")
+    build_image(
+        {"Dockerfile": BASE_DOCKERFILE.read_bytes(), "ca-bundle.crt": ca},
+        tag,
+        buildargs={"BASE": from_ref},
+        labels={"bugforge.python": python, "bugforge.source": source},
+        log=log,
+        what="the base image",
+    )
     return BaseImage(tag, source, True)
 
 
@@ -194,8 +229,10 @@ def bootstrap_rootfs(suite: str = "bookworm", log: Log = _quiet, mirror: str | N
     if image_exists(tag):
         return tag
     if shutil.which("debootstrap") is None:
-        raise BugforgeError("debootstrap is not installed, so no offline base image can be made",
-                            "install it (apt-get install debootstrap) or make a registry reachable")
+        raise BugforgeError(
+            "debootstrap is not installed, so no offline base image can be made",
+            "install it (apt-get install debootstrap) or make a registry reachable",
+        )
     if os.geteuid() != 0:
         raise BugforgeError("debootstrap needs root", "run `sudo bugforge images bootstrap` once")
     require_disk(1.0, "a Debian root file system")
@@ -206,8 +243,10 @@ def bootstrap_rootfs(suite: str = "bookworm", log: Log = _quiet, mirror: str | N
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             tail = " | ".join(r.stdout.splitlines()[-3:] + r.stderr.splitlines()[-3:])
-            raise BugforgeError(f"debootstrap {suite} failed: {tail[-400:]}",
-                                "check that the Debian mirror is reachable, or pass --mirror")
+            raise BugforgeError(
+                f"debootstrap {suite} failed: {tail[-400:]}",
+                "check that the Debian mirror is reachable, or pass --mirror",
+            )
         tarball = Path(tmp) / "rootfs.tar"
         subprocess.run(["tar", "-C", str(root), "-cf", str(tarball), "."], check=True)
         log(f"base: importing the root file system as {tag}")

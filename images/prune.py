@@ -1,11 +1,12 @@
 """`bugforge images prune`: remove the environment and instance images that no run record refers to,
 and bugforge's stopped containers. Base images (`bugforge images build`) are never touched."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import docker.errors
 
@@ -33,12 +34,17 @@ def referenced(runs: list[str | Path]) -> set[str]:
     each directory and one level down (runs/NAME/); a path may also be a dataset JSONL itself."""
     for d in runs:
         if not Path(d).exists():
-            raise BugforgeError(f"run directory {d} does not exist",
-                                "pass the directories `bugforge factory env --out` wrote to (default: runs)")
+            raise BugforgeError(
+                f"run directory {d} does not exist",
+                "pass the directories `bugforge factory env --out` wrote to (default: runs)",
+            )
     names: set[str] = set()
     for d in map(Path, runs):
-        files = [d] if d.is_file() else [*d.glob("env.json"), *d.glob("*/env.json"), *d.glob("*.jsonl"),
-                                         *d.glob("*/*.jsonl")]
+        files = (
+            [d]
+            if d.is_file()
+            else [*d.glob("env.json"), *d.glob("*/env.json"), *d.glob("*.jsonl"), *d.glob("*/*.jsonl")]
+        )
         for f in files:
             if f.suffix == ".jsonl":
                 rows = read_jsonl(f)
@@ -46,8 +52,10 @@ def referenced(runs: list[str | Path]) -> set[str]:
                 try:
                     rows = [json.loads(f.read_text())]
                 except (json.JSONDecodeError, UnicodeDecodeError):
-                    raise BugforgeError(f"record {f} is not valid JSON, so what it refers to is unknown",
-                                        "repair or remove it, then prune again") from None
+                    raise BugforgeError(
+                        f"record {f} is not valid JSON, so what it refers to is unknown",
+                        "repair or remove it, then prune again",
+                    ) from None
             names |= {r.get(k) for r in rows if isinstance(r, dict) for k in ("image", "env_image")}
     return {n for n in names if isinstance(n, str)}
 
@@ -60,8 +68,7 @@ def size(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | None = None,
-          log: Log = print) -> Pruned:
+def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | None = None, log: Log = print) -> Pruned:
     """Remove every environment and instance image no record under `runs` refers to (instance images
     first: an environment image goes once nothing is built on it), and bugforge's stopped containers
     (first: they would hold their images). `only`: just these environments' images and their containers.
@@ -83,8 +90,13 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
 
     images = sorted((i for i in df["Images"] if ours(i)), key=lambda i: "bugforge.instance" not in (i["Labels"] or {}))
     ids = {i["Id"] for i in images}
-    stopped = [k for k in df["Containers"] if LABEL in (k.get("Labels") or {}) and k["State"] in ("exited", "created")
-               and (not only or k["ImageID"] in ids)]
+    stopped = [
+        k
+        for k in df["Containers"]
+        if LABEL in (k.get("Labels") or {})
+        and k["State"] in ("exited", "created")
+        and (not only or k["ImageID"] in ids)
+    ]
     gone = {k["Id"] for k in stopped}
     users = {k["ImageID"]: k["Names"][0].lstrip("/") for k in df["Containers"] if k["Id"] not in gone}
     stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or tags(i) & keep or i["Id"] in users}
@@ -112,8 +124,13 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
         if tags(i) & keep:
             continue
         name = f"image {', '.join(sorted(tags(i))) or i['Id'][7:19]}"
-        why = f"in use by container {users[i['Id']]}" if i["Id"] in users else \
-            "a kept image is built on it" if i["Id"] in held else None
+        why = (
+            f"in use by container {users[i['Id']]}"
+            if i["Id"] in users
+            else "a kept image is built on it"
+            if i["Id"] in held
+            else None
+        )
         if why is None and not dry_run:
             try:
                 for ref in sorted(tags(i)) or [i["Id"]]:

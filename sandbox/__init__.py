@@ -2,12 +2,15 @@
 
 `connect(url=None)` gives the in-process Runtime; `connect(url, token)` the HTTP client. Both have
 `create(image=..., instance_id=...)` -> a session with run/read/write/edit/list/diff/submit/close."""
+
 from __future__ import annotations
 
 
 def connect(url: str | None = None, token: str | None = None, **runtime_kwargs):
     if url:
-        from sandbox.client import SandboxClient
+        from bugforge.sandbox.client import SandboxClient
+
         return SandboxClient(url, token or "")
-    from sandbox.runtime import Runtime
+    from bugforge.sandbox.runtime import Runtime
+
     return Runtime(**runtime_kwargs)

@@ -1,5 +1,6 @@
 """The Python client of the sandbox service: the same interface as the in-process Runtime and Session,
 so code switches between them with one argument (`sandbox.connect(url)` vs `sandbox.connect(None)`)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -7,11 +8,11 @@ from types import SimpleNamespace
 import httpx
 
 from bugforge.errors import BugforgeError
-from sandbox.shell import RunResult
+from bugforge.sandbox.shell import RunResult
 
 
 class RemoteSession:
-    def __init__(self, client: "SandboxClient", info: dict):
+    def __init__(self, client: SandboxClient, info: dict):
         self._c, self.id, self.image, self.user = client, info["id"], info["image"], info.get("user")
         self.instance_id = info.get("instance_id")
 
@@ -48,8 +49,9 @@ class SandboxClient:
         try:
             r = self.http.request(method, path, json=body)
         except httpx.HTTPError as e:
-            raise BugforgeError(f"sandbox service unreachable at {self.http.base_url}: {e}",
-                                "start it with `bugforge sandbox serve`") from None
+            raise BugforgeError(
+                f"sandbox service unreachable at {self.http.base_url}: {e}", "start it with `bugforge sandbox serve`"
+            ) from None
         if r.status_code >= 400:
             try:
                 detail = r.json().get("detail")

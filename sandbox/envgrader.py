@@ -5,17 +5,18 @@ Per prediction the test server (factory/zygote.py) puts the instance's bug in pl
 `git add -A`, so the index holds the buggy state as in the instance image and SWE-bench's apply
 fallbacks behave the same), applies the model patch with those fallbacks, restores tests and test
 configuration, and reports the tree's diff against the environment's commit. Tests whose coverage
-(factory.testmap) touches no changed line keep their baseline outcome, which is `passed` for every
+(bugforge.testing.testmap) touches no changed line keep their baseline outcome, which is `passed` for every
 FAIL_TO_PASS and PASS_TO_PASS test by construction; the rest run, unprivileged, in a forked child.
 A tree identical to the baseline runs nothing. A file added, deleted or replaced as a whole (a notes file,
 a reproduction script) is seen only by the tests that opened, checked or listed it, or looked up a module of
 its name, at baseline (the probe records that). Where the map cannot decide (a line run at import time,
-a file something read at import or collection time) all of the instance's tests run. Then sandbox.grading.grade, as always.
+a file something read at import or collection time) all of the instance's tests run. Then bugforge.testing.grading.grade, as always.
 
 Isolation: predictions share the container, so the run is guarded (see factory/zygote.py): the tests run
 as the image's unprivileged user, every process of that user is killed after the run, the tree is reset,
 files the run created are deleted, and any other change to a place the user can write retires the
 container. `bugforge eval --isolation fresh` grades each prediction in a fresh container instead."""
+
 from __future__ import annotations
 
 import subprocess
@@ -23,12 +24,13 @@ import time
 from pathlib import Path
 
 from bugforge.records import EnvRecord
-from factory.patches import changes_of_diff, files_of
-from factory.testmap import TestMap
-from factory.validate import selection_for
-from sandbox.grader import CONFIG_NAMES, GradeResult, grade_patch, labels_of, setup_script
-from sandbox.grading import grade
-from sandbox.testrun import OUT, RESTORE, Workbench
+from bugforge.sandbox.grader import GradeResult, grade_patch, labels_of, setup_script
+from bugforge.testing.grading import grade
+from bugforge.testing.patches import changes_of_diff, files_of
+from bugforge.testing.selection import selection_for
+from bugforge.testing.tamper import CONFIG_NAMES
+from bugforge.testing.testmap import TestMap
+from bugforge.testing.testrun import OUT, RESTORE, Workbench
 
 DIFF = "git add -A && git diff --cached --no-color --no-ext-diff --no-renames HEAD"
 
@@ -49,8 +51,13 @@ class EnvGrader:
         self.env, self.testmap, self.user = env, testmap, user
         # one line per failure: grading reads outcomes, and pytest parses the source of every frame of a
         # failure for the long form (most of a short run's time when tests fail)
-        self.bench = Workbench(env.image, [*env.recipe.pytest_args, "--tb=line"], preload=testmap is not None,
-                               guard=user, collect=env.recipe.test_files)
+        self.bench = Workbench(
+            env.image,
+            [*env.recipe.pytest_args, "--tb=line"],
+            preload=testmap is not None,
+            guard=user,
+            collect=env.recipe.test_files,
+        )
 
     def tests_to_run(self, diff: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
         """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""
@@ -74,8 +81,9 @@ class EnvGrader:
         """Blob ids of the fixed files: present here, deleted from the instance image on purpose."""
         out = set()
         for path in files_of(instance["bug_patch"]):
-            r = subprocess.run(["git", "-C", self.env.repo_dir, "rev-parse", f"HEAD:{path}"], capture_output=True,
-                               text=True)
+            r = subprocess.run(
+                ["git", "-C", self.env.repo_dir, "rev-parse", f"HEAD:{path}"], capture_output=True, text=True
+            )
             if r.returncode == 0:
                 out.add(r.stdout.strip())
         return out
@@ -84,8 +92,9 @@ class EnvGrader:
         iid = instance.get("instance_id", "")
         if not patch or not patch.strip():
             return GradeResult(iid, False, "EMPTY_PATCH")
-        pre = {line.split()[1].split("..")[0] for line in patch.splitlines() if line.startswith("index ")
-               and ".." in line}
+        pre = {
+            line.split()[1].split("..")[0] for line in patch.splitlines() if line.startswith("index ") and ".." in line
+        }
         fixed = self.fixed_blobs(instance) if pre else set()
         if any(b.startswith(p) for p in pre if len(p) >= 7 for b in fixed):
             # `git apply --3way` could use a blob the instance image does not have: grade it there
@@ -94,19 +103,32 @@ class EnvGrader:
         f2p, p2p = labels_of(instance)
         tests = sorted(set(f2p) | set(p2p))
         prepare = f"git apply {OUT}/bug.diff || exit 96\ngit add -A"
-        resp = self.bench.request({
-            "files": {f"{OUT}/bug.diff": instance["bug_patch"],
-                      f"{OUT}/patch.diff": patch if patch.endswith("\n") else patch + "\n"},
-            "before": RESTORE, "setup": "set -e\n" + setup_script(instance, "HEAD", prepare), "capture": DIFF},
-            timeout)
+        resp = self.bench.request(
+            {
+                "files": {
+                    f"{OUT}/bug.diff": instance["bug_patch"],
+                    f"{OUT}/patch.diff": patch if patch.endswith("\n") else patch + "\n",
+                },
+                "before": RESTORE,
+                "setup": "set -e\n" + setup_script(instance, "HEAD", prepare),
+                "capture": DIFF,
+            },
+            timeout,
+        )
         if resp.get("lost"):
             return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0, log=resp["lost"])
         if resp.get("setup_rc") == 96:
-            return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0,
-                               log="the instance's bug_patch does not apply to its environment image")
+            return GradeResult(
+                iid,
+                False,
+                "ERROR",
+                seconds=time.monotonic() - t0,
+                log="the instance's bug_patch does not apply to its environment image",
+            )
         if resp.get("setup_rc") == 97:
-            return GradeResult(iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0,
-                               log=resp.get("setup_log", "")[-2000:])
+            return GradeResult(
+                iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0, log=resp.get("setup_log", "")[-2000:]
+            )
         outcomes = {t: "passed" for t in tests}  # baseline outcomes, for the tests that cannot see the change
         log = resp.get("setup_log", "")
         if resp.get("setup_rc"):
@@ -121,13 +143,24 @@ class EnvGrader:
             if run_these:
                 run = Workbench.test_run(resp, time.monotonic() - t0)
                 if run.timed_out:
-                    return GradeResult(iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:])
+                    return GradeResult(
+                        iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:]
+                    )
                 outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
                 log = run.log_tail
             log += f"\n[bugforge] warm grading: ran {len(run_these)} of {len(tests)} tests (the others cannot see the change)"
         g = grade(f2p, p2p, outcomes)
-        return GradeResult(iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes,
-                           time.monotonic() - t0, log[-2000:])
+        return GradeResult(
+            iid,
+            g.resolved,
+            g.status,
+            True,
+            g.FAIL_TO_PASS,
+            g.PASS_TO_PASS,
+            g.outcomes,
+            time.monotonic() - t0,
+            log[-2000:],
+        )
 
     def close(self) -> None:
         self.bench.close()

@@ -2,6 +2,7 @@
 use): per-instance logs and report.json under logs/run_evaluation/RUN/MODEL/ID/, and a run report
 MODEL.RUN.json with SWE-bench's field names, plus an HTML summary (resolve rate by strategy and repo).
 Instances that already have a report.json for this run are not run again (resumable)."""
+
 from __future__ import annotations
 
 import html
@@ -9,16 +10,16 @@ import json
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 from bugforge.errors import BugforgeError
 from bugforge.records import EnvRecord, load_env
-from factory.testmap import TestMap
-from sandbox.envgrader import EnvGrader, warm_gradable
-from sandbox.grader import grade_patch
+from bugforge.sandbox.envgrader import EnvGrader, warm_gradable
+from bugforge.sandbox.grader import grade_patch
+from bugforge.testing.testmap import TestMap
 
 
 def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, TestMap | None]]:
@@ -38,10 +39,17 @@ def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, Te
     return list(found.values())
 
 
-def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers: int = 2,
-             log_dir: Path = Path("logs/run_evaluation"), report_dir: Path = Path("."),
-             progress: Callable[[str, int, int], None] = lambda *a: None,
-             envs: list[tuple[EnvRecord, TestMap | None]] = ()) -> tuple[dict, Path]:
+def evaluate(
+    rows: list[dict],
+    predictions: list[dict],
+    *,
+    run_id: str,
+    workers: int = 2,
+    log_dir: Path = Path("logs/run_evaluation"),
+    report_dir: Path = Path("."),
+    progress: Callable[[str, int, int], None] = lambda *a: None,
+    envs: list[tuple[EnvRecord, TestMap | None]] = (),
+) -> tuple[dict, Path]:
     """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader:
     per environment, warm containers up to the smaller of `workers` and the machine's cores, see
     GraderPool); the rest, and all with no `envs`, each in a fresh container of the instance image
@@ -50,8 +58,10 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
     preds = {p["instance_id"]: p for p in predictions}
     unknown = sorted(set(preds) - set(by_id))
     if unknown:
-        raise BugforgeError(f"{len(unknown)} prediction(s) name instances not in the dataset, e.g. {unknown[0]}",
-                            "evaluate against the dataset the predictions were made for")
+        raise BugforgeError(
+            f"{len(unknown)} prediction(s) name instances not in the dataset, e.g. {unknown[0]}",
+            "evaluate against the dataset the predictions were made for",
+        )
     if not preds:
         raise BugforgeError("the predictions file is empty", "run `bugforge run-agent` first")
     model = next(iter(preds.values())).get("model_name_or_path", "model").replace("/", "__")
@@ -90,8 +100,14 @@ def evaluate(rows: list[dict], predictions: list[dict], *, run_id: str, workers:
             return iid, {"error": f"{type(e).__name__}: {e}"}
         if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
             return iid, {"error": g.status, "log": g.log[-500:]}
-        rep = {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": g.patch_applied,
-               "resolved": g.resolved, "status": g.status, "seconds": round(g.seconds, 2)}
+        rep = {
+            "patch_is_None": False,
+            "patch_exists": True,
+            "patch_successfully_applied": g.patch_applied,
+            "resolved": g.resolved,
+            "status": g.status,
+            "seconds": round(g.seconds, 2),
+        }
         if g.patch_applied:
             rep["tests_status"] = {"FAIL_TO_PASS": g.FAIL_TO_PASS, "PASS_TO_PASS": g.PASS_TO_PASS}
         d = base / iid
@@ -179,12 +195,21 @@ def run_report(rows: list[dict], preds: dict[str, dict], reports: dict[str, dict
     resolved = sorted(i for i in completed if reports[i]["resolved"])
     errors = sorted(i for i in preds if i not in reports and i not in empty)
     return {
-        "total_instances": len(ids), "submitted_instances": len(preds), "completed_instances": len(completed),
-        "resolved_instances": len(resolved), "unresolved_instances": len(completed) - len(resolved),
-        "empty_patch_instances": len(empty), "error_instances": len(errors),
-        "completed_ids": completed, "incomplete_ids": sorted(set(ids) - set(preds)), "empty_patch_ids": empty,
-        "submitted_ids": sorted(preds), "resolved_ids": resolved,
-        "unresolved_ids": sorted(set(completed) - set(resolved)), "error_ids": errors, "schema_version": 2,
+        "total_instances": len(ids),
+        "submitted_instances": len(preds),
+        "completed_instances": len(completed),
+        "resolved_instances": len(resolved),
+        "unresolved_instances": len(completed) - len(resolved),
+        "empty_patch_instances": len(empty),
+        "error_instances": len(errors),
+        "completed_ids": completed,
+        "incomplete_ids": sorted(set(ids) - set(preds)),
+        "empty_patch_ids": empty,
+        "submitted_ids": sorted(preds),
+        "resolved_ids": resolved,
+        "unresolved_ids": sorted(set(completed) - set(resolved)),
+        "error_ids": errors,
+        "schema_version": 2,
     }
 
 
@@ -200,15 +225,22 @@ def breakdown(report: dict, rows: list[dict], key: str) -> dict[str, tuple[int, 
 
 def html_summary(report: dict, rows: list[dict], model: str, run_id: str) -> str:
     def table(title, data):
-        cells = "".join(f"<tr><td>{html.escape(k)}</td><td>{a}/{n}</td><td>{a / n:.0%}</td>"
-                        f"<td><div style='background:#4a7;height:10px;width:{200 * a / n:.0f}px'></div></td></tr>"
-                        for k, (a, n) in data.items() if n)
+        cells = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{a}/{n}</td><td>{a / n:.0%}</td>"
+            f"<td><div style='background:#4a7;height:10px;width:{200 * a / n:.0f}px'></div></td></tr>"
+            for k, (a, n) in data.items()
+            if n
+        )
         return f"<h2>{title}</h2><table><tr><th>{title.split()[-1]}</th><th>resolved</th><th>rate</th><th></th></tr>{cells}</table>"
+
     n = report["submitted_instances"]
-    return (f"<html><head><meta charset='utf-8'><title>bugforge eval {html.escape(run_id)}</title></head><body>"
-            f"<h1>{html.escape(model)} — run {html.escape(run_id)}</h1>"
-            f"<p>resolved {report['resolved_instances']} of {n} submitted "
-            f"({report['resolved_instances'] / n:.1%}); empty patches {report['empty_patch_instances']}; "
-            f"errors {report['error_instances']}</p>"
-            + table("resolve rate by strategy", breakdown(report, rows, "strategy"))
-            + table("resolve rate by repo", breakdown(report, rows, "repo")) + "</body></html>")
+    return (
+        f"<html><head><meta charset='utf-8'><title>bugforge eval {html.escape(run_id)}</title></head><body>"
+        f"<h1>{html.escape(model)} — run {html.escape(run_id)}</h1>"
+        f"<p>resolved {report['resolved_instances']} of {n} submitted "
+        f"({report['resolved_instances'] / n:.1%}); empty patches {report['empty_patch_instances']}; "
+        f"errors {report['error_instances']}</p>"
+        + table("resolve rate by strategy", breakdown(report, rows, "strategy"))
+        + table("resolve rate by repo", breakdown(report, rows, "repo"))
+        + "</body></html>"
+    )

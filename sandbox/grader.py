@@ -2,7 +2,8 @@
 instance image (no network), the patch applied with SWE-bench's fallbacks, every test file and test
 configuration restored from the instance's commit, planted conftest/sitecustomize/.pth files removed,
 the FAIL_TO_PASS and PASS_TO_PASS tests run with bugforge's structured report (not console text, which
-a patch can fake), then sandbox.grading.grade. Containers are removed with no stop wait."""
+a patch can fake), then bugforge.testing.grading.grade. Containers are removed with no stop wait."""
+
 from __future__ import annotations
 
 import json
@@ -10,18 +11,23 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from sandbox.grading import Grade, grade
-from sandbox.testrun import OUT, run_tests
+from bugforge.testing.grading import Grade, grade
+from bugforge.testing.tamper import CONFIG_NAMES, PLANTED
+from bugforge.testing.testrun import OUT, run_tests
 
-APPLY = ["git apply --verbose", "git apply --verbose --3way", "git apply --verbose --reject",
-         "patch --batch --forward --fuzz=5 -p1 -i"]
-PLANTED = r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"
-CONFIG_NAMES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+APPLY = [
+    "git apply --verbose",
+    "git apply --verbose --3way",
+    "git apply --verbose --reject",
+    "patch --batch --forward --fuzz=5 -p1 -i",
+]
 
 
 def labels_of(instance: dict) -> tuple[list[str], list[str]]:
     f2p, p2p = instance["FAIL_TO_PASS"], instance["PASS_TO_PASS"]
-    return (json.loads(f2p) if isinstance(f2p, str) else list(f2p)), (json.loads(p2p) if isinstance(p2p, str) else list(p2p))
+    return (json.loads(f2p) if isinstance(f2p, str) else list(f2p)), (
+        json.loads(p2p) if isinstance(p2p, str) else list(p2p)
+    )
 
 
 @dataclass
@@ -51,19 +57,23 @@ def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -
     files = set(instance.get("test_files") or []) | {t.split("::")[0] for t in (*f2p, *p2p)}
     restore = " ".join(shlex.quote(f) for f in sorted(files))
     # each fallback starts from the tree as it was before the first try (a failed --reject leaves hunks behind)
-    tries = " || ".join(f"({'' if i == 0 else 'git checkout -q -- . && git clean -fdq && '}{cmd} {OUT}/patch.diff)"
-                        for i, cmd in enumerate(APPLY))
-    return "\n".join([
-        "cd /testbed",
-        *([prepare] if prepare else []),
-        f"if [ -s {OUT}/patch.diff ]; then {{ {tries} || git apply --check --reverse {OUT}/patch.diff; }}"
-        f" > {OUT}/apply.log 2>&1 || {{ tail -n 20 {OUT}/apply.log; exit 97; }}; fi",
-        # tests and test configuration as the instance has them; nothing the patch planted
-        f"git ls-files -z -- {' '.join(repr('*' + n) for n in CONFIG_NAMES)} | xargs -0 -r git checkout -q {commit} --",
-        f"git checkout -q {commit} -- {restore} 2>/dev/null || true",
-        f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
-        "export PYTHONNOUSERSITE=1",
-    ])
+    tries = " || ".join(
+        f"({'' if i == 0 else 'git checkout -q -- . && git clean -fdq && '}{cmd} {OUT}/patch.diff)"
+        for i, cmd in enumerate(APPLY)
+    )
+    return "\n".join(
+        [
+            "cd /testbed",
+            *([prepare] if prepare else []),
+            f"if [ -s {OUT}/patch.diff ]; then {{ {tries} || git apply --check --reverse {OUT}/patch.diff; }}"
+            f" > {OUT}/apply.log 2>&1 || {{ tail -n 20 {OUT}/apply.log; exit 97; }}; fi",
+            # tests and test configuration as the instance has them; nothing the patch planted
+            f"git ls-files -z -- {' '.join(repr('*' + n) for n in CONFIG_NAMES)} | xargs -0 -r git checkout -q {commit} --",
+            f"git checkout -q {commit} -- {restore} 2>/dev/null || true",
+            f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
+            "export PYTHONNOUSERSITE=1",
+        ]
+    )
 
 
 def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeResult:
@@ -73,13 +83,20 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
     if not patch or not patch.strip():
         return GradeResult(iid, False, "EMPTY_PATCH")
     args = instance.get("pytest_args") or ["-p", "no:cacheprovider"]
-    run, _ = run_tests(instance["image"], args, selection=sorted(set(f2p) | set(p2p)), timeout=timeout,
-                       setup=setup_script(instance), files={"patch.diff": (patch if patch.endswith("\n") else patch + "\n").encode()})
+    run, _ = run_tests(
+        instance["image"],
+        args,
+        selection=sorted(set(f2p) | set(p2p)),
+        timeout=timeout,
+        setup=setup_script(instance),
+        files={"patch.diff": (patch if patch.endswith("\n") else patch + "\n").encode()},
+    )
     secs = time.monotonic() - t0
     if run.exit_code == 97 and not run.outcomes:
         return GradeResult(iid, False, "PATCH_FAILED", False, seconds=secs, log=run.log_tail[-2000:])
     if run.timed_out:
         return GradeResult(iid, False, "TIMEOUT", True, seconds=secs, log=run.log_tail[-2000:])
     g: Grade = grade(f2p, p2p, run.outcomes)
-    return GradeResult(iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs,
-                       run.log_tail[-2000:])
+    return GradeResult(
+        iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs, run.log_tail[-2000:]
+    )

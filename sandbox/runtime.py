@@ -5,6 +5,7 @@ A session is one container from a task-instance image (or any image with the rep
 network none, memory/CPU/pids limits, a non-root user where the image has one, labelled so orphans can
 be found. Commands go to a persistent shell (sandbox/shell.py); file operations go through a separate
 exec as the session's user, confined to the workspace (sandbox/files.py)."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ import docker.errors
 
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
-from sandbox.shell import RunResult, Shell
-from sandbox.testrun import PROBE_DIR as TOOLS, tools_archive
+from bugforge.sandbox.shell import RunResult, Shell
+from bugforge.testing.testrun import PACKAGE, tools_archive
+from bugforge.testing.testrun import PROBE_DIR as TOOLS
 
 ROLE = "bugforge.role"
 OWNER = "bugforge.owner"
@@ -75,7 +77,7 @@ class Session:
     def _files(self, **req) -> dict:
         self.last_used = time.time()
         req.setdefault("root", self.config.workdir)
-        cmd = ["python3", f"{TOOLS}/bugforge_files.py"]
+        cmd = ["python3", f"{TOOLS}/{PACKAGE}/files.py"]
         api = client().api
         eid = api.exec_create(self.container.id, cmd, stdin=True, user=self.user)["Id"]
         sock = api.exec_start(eid, socket=True)
@@ -113,11 +115,16 @@ class Session:
 
     def diff(self) -> str:
         """The session's changes against the instance's state, as a patch (new files included)."""
-        excl = " ".join(f"':(exclude){p}'" for p in DIFF_EXCLUDES) + " " + " ".join(
-            f"':(exclude)**/{p}'" for p in DIFF_EXCLUDES)
-        script = (f"cd {self.config.workdir} && export GIT_INDEX_FILE=$(mktemp) && git read-tree {self.base_commit} && "
-                  f"git add -A -- . {excl} && git diff --cached --binary {self.base_commit}; rc=$?; "
-                  "rm -f $GIT_INDEX_FILE; exit $rc")
+        excl = (
+            " ".join(f"':(exclude){p}'" for p in DIFF_EXCLUDES)
+            + " "
+            + " ".join(f"':(exclude)**/{p}'" for p in DIFF_EXCLUDES)
+        )
+        script = (
+            f"cd {self.config.workdir} && export GIT_INDEX_FILE=$(mktemp) && git read-tree {self.base_commit} && "
+            f"git add -A -- . {excl} && git diff --cached --binary {self.base_commit}; rc=$?; "
+            "rm -f $GIT_INDEX_FILE; exit $rc"
+        )
         code, out = self.container.exec_run(["bash", "-c", script], user=self.user)
         if code != 0:
             raise BugforgeError(f"diff failed in session {self.id}: {out.decode(errors='replace')[-300:]}")
@@ -125,10 +132,13 @@ class Session:
 
     def submit(self):
         """Grade the session's diff against its instance, in a fresh container (sandbox.grader)."""
-        from sandbox.grader import grade_patch
+        from bugforge.sandbox.grader import grade_patch
+
         if self.instance is None:
-            raise BugforgeError(f"session {self.id} was not created for a task instance, so it cannot be graded",
-                                "create it with an instance id")
+            raise BugforgeError(
+                f"session {self.id} was not created for a task instance, so it cannot be graded",
+                "create it with an instance id",
+            )
         return grade_patch(self.instance, self.diff())
 
     @property
@@ -148,9 +158,9 @@ class Session:
 def _demux(data: bytes) -> bytes:
     out, i = bytearray(), 0
     while i + 8 <= len(data):
-        kind, size = data[i], int.from_bytes(data[i + 4:i + 8], "big")
+        kind, size = data[i], int.from_bytes(data[i + 4 : i + 8], "big")
         if kind == 1:
-            out += data[i + 8:i + 8 + size]
+            out += data[i + 8 : i + 8 + size]
         i += 8 + size
     return bytes(out)
 
@@ -180,24 +190,42 @@ class Runtime:
         cfg = self.config
         try:
             c = client().containers.run(
-                image, ["sleep", "infinity"], detach=True, network_mode="none", mem_limit=cfg.mem_limit,
-                memswap_limit=cfg.mem_limit, nano_cpus=int(cfg.cpus * 1e9), pids_limit=cfg.pids_limit,
-                labels={LABEL: "session", ROLE: "session", OWNER: cfg.owner}, working_dir=cfg.workdir,
-                stop_signal="SIGKILL", init=False)
+                image,
+                ["sleep", "infinity"],
+                detach=True,
+                network_mode="none",
+                mem_limit=cfg.mem_limit,
+                memswap_limit=cfg.mem_limit,
+                nano_cpus=int(cfg.cpus * 1e9),
+                pids_limit=cfg.pids_limit,
+                labels={LABEL: "session", ROLE: "session", OWNER: cfg.owner},
+                working_dir=cfg.workdir,
+                stop_signal="SIGKILL",
+                init=False,
+            )
         except docker.errors.ImageNotFound:
             raise BugforgeError(f"image {image} is not present", "build it (bugforge factory export) or pull it")
         except docker.errors.APIError as e:
             raise BugforgeError(f"cannot start a container from {image}: {e.explanation or e}")
         try:
             c.put_archive(TOOLS.rsplit("/", 1)[0], self._tools)
-            code, out = c.exec_run(["sh", "-c", f"id -u {cfg.user} >/dev/null 2>&1 && echo user; "
-                                    f"cd {cfg.workdir} 2>/dev/null && git rev-parse HEAD 2>/dev/null"], user="root")
+            code, out = c.exec_run(
+                [
+                    "sh",
+                    "-c",
+                    f"id -u {cfg.user} >/dev/null 2>&1 && echo user; "
+                    f"cd {cfg.workdir} 2>/dev/null && git rev-parse HEAD 2>/dev/null",
+                ],
+                user="root",
+            )
             lines = out.decode(errors="replace").split()
             user = cfg.user if "user" in lines else "root"
             base = next((l for l in lines if len(l) == 40), "HEAD")
             if user != "root":  # the workspace belongs to the agent (bugforge's instance images already do)
-                c.exec_run(["sh", "-c", f"[ \"$(stat -c %U {cfg.workdir})\" = {user} ] || chown -R {user} {cfg.workdir}"],
-                           user="root")
+                c.exec_run(
+                    ["sh", "-c", f'[ "$(stat -c %U {cfg.workdir})" = {user} ] || chown -R {user} {cfg.workdir}'],
+                    user="root",
+                )
             shell = Shell(c, user=user, workdir=cfg.workdir, output_cap=cfg.output_cap)
             return _Warm(c, shell, user, base)
         except Exception:
@@ -223,8 +251,9 @@ class Runtime:
             warm = self._start(image)
         if self.config.pool_size:
             self._refill_later(image)
-        s = Session(secrets.token_hex(8), image, warm.container, warm.shell, warm.user, warm.base_commit,
-                    self.config, instance)
+        s = Session(
+            secrets.token_hex(8), image, warm.container, warm.shell, warm.user, warm.base_commit, self.config, instance
+        )
         with self.lock:
             self.sessions[s.id] = s
         return s
@@ -278,9 +307,13 @@ class Runtime:
 
     def remove_orphans(self) -> int:
         """Remove containers this runtime's owner label marks but that no live session or pool entry holds."""
-        live = {s.container.id for s in self.sessions.values()} | {w.container.id for ws in self.pool.values() for w in ws}
+        live = {s.container.id for s in self.sessions.values()} | {
+            w.container.id for ws in self.pool.values() for w in ws
+        }
         n = 0
-        for c in client().containers.list(all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}):
+        for c in client().containers.list(
+            all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}
+        ):
             if c.id not in live:
                 try:
                     c.remove(force=True)

@@ -2,13 +2,13 @@
 limit, OpenAPI at /openapi.json. On start and on shutdown it removes containers it labelled and does
 not track (so a killed service leaves nothing behind once restarted); idle sessions are closed after
 their TTL. `bugforge sandbox serve` runs it."""
+
 from __future__ import annotations
 
 import hmac
 import threading
 import time
 from dataclasses import asdict
-from typing import Optional
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
@@ -16,19 +16,19 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from bugforge.errors import BugforgeError
-from sandbox.runtime import Runtime
+from bugforge.sandbox.runtime import Runtime
 
 MAX_TEXT = 4_000_000
 
 
 class CreateRequest(BaseModel):
-    image: Optional[str] = Field(None, max_length=300, description="image to start (default: the instance's)")
-    instance_id: Optional[str] = Field(None, max_length=300, description="a task instance the service knows")
+    image: str | None = Field(None, max_length=300, description="image to start (default: the instance's)")
+    instance_id: str | None = Field(None, max_length=300, description="a task instance the service knows")
 
 
 class RunRequest(BaseModel):
     command: str = Field(..., max_length=1_000_000)
-    timeout: Optional[float] = Field(None, gt=0, le=3600)
+    timeout: float | None = Field(None, gt=0, le=3600)
 
 
 class PathRequest(BaseModel):
@@ -52,8 +52,9 @@ class GradeRequest(BaseModel):
     patch: str = Field(..., max_length=MAX_TEXT)
 
 
-def create_app(runtime: Runtime, token: str, *, max_body: int = 8_000_000, session_ttl: float = 1800,
-               reap_every: float = 30) -> FastAPI:
+def create_app(
+    runtime: Runtime, token: str, *, max_body: int = 8_000_000, session_ttl: float = 1800, reap_every: float = 30
+) -> FastAPI:
     app = FastAPI(title="bugforge sandbox", version="1", description="Sessions in containers for coding agents.")
     bearer = HTTPBearer(auto_error=False)
     stop = threading.Event()
@@ -91,6 +92,7 @@ def create_app(runtime: Runtime, token: str, *, max_body: int = 8_000_000, sessi
     @app.on_event("startup")
     def startup() -> None:
         import anyio.to_thread
+
         anyio.to_thread.current_default_thread_limiter().total_tokens = 512  # sessions block on their shells
         runtime.remove_orphans()
         threading.Thread(target=reaper, daemon=True).start()
@@ -109,8 +111,16 @@ def create_app(runtime: Runtime, token: str, *, max_body: int = 8_000_000, sessi
 
     @app.get("/sessions", dependencies=deps)
     def sessions() -> list[dict]:
-        return [{"id": s.id, "image": s.image, "instance_id": s.instance_id, "user": s.user,
-                 "idle_s": round(time.time() - s.last_used, 1)} for s in list(runtime.sessions.values())]
+        return [
+            {
+                "id": s.id,
+                "image": s.image,
+                "instance_id": s.instance_id,
+                "user": s.user,
+                "idle_s": round(time.time() - s.last_used, 1),
+            }
+            for s in list(runtime.sessions.values())
+        ]
 
     @app.post("/sessions", dependencies=deps)
     def create(req: CreateRequest) -> dict:
@@ -155,7 +165,8 @@ def create_app(runtime: Runtime, token: str, *, max_body: int = 8_000_000, sessi
 
     @app.post("/grade", dependencies=deps)
     def grade(req: GradeRequest) -> dict:
-        from sandbox.grader import grade_patch
+        from bugforge.sandbox.grader import grade_patch
+
         inst = runtime.instances.get(req.instance_id)
         if inst is None:
             raise BugforgeError(f"unknown instance {req.instance_id!r}", "start the service with a dataset that has it")

@@ -6,6 +6,7 @@ command starved for processes (a fork bomb's jobs holding the pids limit), every
 container is killed (a restart: the filesystem stays) and a new shell starts. Job control is off
 (`set +m`): a background job that ends during a later command is not announced ("[1]+ Done ...") in
 that command's output."""
+
 from __future__ import annotations
 
 import base64
@@ -14,7 +15,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sandbox.stream import ExecStream, StreamClosed
+from bugforge.stream import ExecStream, StreamClosed
 
 FORK_FAILED = re.compile(r"\bfork: (retry: )?Resource temporarily unavailable")  # bash's, sh's words
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -32,8 +33,16 @@ class RunResult:
 
 
 class Shell:
-    def __init__(self, container, *, user: str = "root", workdir: str = "/testbed", env: dict | None = None,
-                 output_cap: int = 100_000, runaway: int = 5_000_000):
+    def __init__(
+        self,
+        container,
+        *,
+        user: str = "root",
+        workdir: str = "/testbed",
+        env: dict | None = None,
+        output_cap: int = 100_000,
+        runaway: int = 5_000_000,
+    ):
         self.container, self.user, self.workdir = container, user, workdir
         self.env = {"TERM": "dumb", "PS1": "", "PS2": "", "HISTFILE": "/dev/null", **(env or {})}
         self.output_cap, self.runaway = output_cap, runaway
@@ -42,8 +51,14 @@ class Shell:
         self._open()
 
     def _open(self) -> None:
-        self.stream = ExecStream(self.container, ["bash", "--noprofile", "--norc", "--noediting", "-i"],
-                                 env=self.env, user=self.user, workdir=self.workdir, tty=True)
+        self.stream = ExecStream(
+            self.container,
+            ["bash", "--noprofile", "--norc", "--noediting", "-i"],
+            env=self.env,
+            user=self.user,
+            workdir=self.workdir,
+            tty=True,
+        )
         mark = self._marker()
         self.stream.write(f"{SETUP}; printf '%s\\n' {mark}\n".encode())
         head = self.stream.read_until(mark.encode() + b"\n", timeout=30)
@@ -56,7 +71,7 @@ class Shell:
     def run(self, command: str, timeout: float = 60) -> RunResult:
         t0 = time.monotonic()
         if CONTROL.search(command):  # a stray ^C or ^D in the text must not reach the terminal as a key
-            command = f"eval \"$(printf %s {base64.b64encode(command.encode()).decode()} | base64 -d)\""
+            command = f'eval "$(printf %s {base64.b64encode(command.encode()).decode()} | base64 -d)"'
         mark = self._marker()
         try:
             self.stream.write(f"{{ {command}\n}} < /dev/null; printf '\\n%s %d\\n' {mark} $?\n".encode())
@@ -146,8 +161,10 @@ class Shell:
     def _kill_foreground(self) -> None:
         """For commands that ignore ^C: kill every process of the shell's session except the shell."""
         try:
-            self.container.exec_run(["bash", "-c", f"for p in $(pgrep -s {self.pid}); do [ $p != {self.pid} ] &&"
-                                     " kill -9 $p; done"], user="root")
+            self.container.exec_run(
+                ["bash", "-c", f"for p in $(pgrep -s {self.pid}); do [ $p != {self.pid} ] && kill -9 $p; done"],
+                user="root",
+            )
         except Exception:
             pass
 

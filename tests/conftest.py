@@ -1,5 +1,6 @@
 """Shared fixtures. Everything is real: a Docker engine, images, containers, git repositories built
 by the tests, pytest runs inside containers. Nothing here mocks Docker, git or the test runner."""
+
 from __future__ import annotations
 
 import os
@@ -20,14 +21,21 @@ def engine():
 
 @pytest.fixture(scope="session")
 def base_image(engine) -> str:
-    from images import ensure_base_image
+    from bugforge.images import ensure_base_image
+
     return ensure_base_image("3.11").tag
 
 
 def bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run the real `bugforge` command line, capturing its output."""
-    return subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bugforge.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -112,8 +120,10 @@ MINI = {
 }
 
 
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
-                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 
 
 def make_tiny_model(path: Path, seed: int = 0) -> Path:
@@ -122,20 +132,41 @@ def make_tiny_model(path: Path, seed: int = 0) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
     specials = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>"]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    corpus = ["```bash\nls\n```", "```bash\nsubmit\n```", "def f(x):\n    return x + 1\n", "git diff; cat file.py",
-              "Fix this issue: the tests fail", "exit code: 0", "python -m pytest -q tests/"] * 20
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
-                                                         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    corpus = [
+        "```bash\nls\n```",
+        "```bash\nsubmit\n```",
+        "def f(x):\n    return x + 1\n",
+        "git diff; cat file.py",
+        "Fix this issue: the tests fail",
+        "exit code: 0",
+        "python -m pytest -q tests/",
+    ] * 20
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>")
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096,
-                      pad_token_id=fast.pad_token_id, eos_token_id=fast.eos_token_id, bos_token_id=None)
+    cfg = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        pad_token_id=fast.pad_token_id,
+        eos_token_id=fast.eos_token_id,
+        bos_token_id=None,
+    )
     model = LlamaForCausalLM(cfg)
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path)

@@ -1,6 +1,7 @@
 """Issue 6: action parsing (both formats, malformed replies), the editor and its errors, episode limits,
 a model server that dies mid-run, resume, and our evaluator against the official SWE-bench harness.
 Real sandboxes, real model servers (a tiny model built here), real harness."""
+
 from __future__ import annotations
 
 import json
@@ -12,26 +13,30 @@ import time
 
 import pytest
 
-from agent import AgentConfig, ChatPolicy, OraclePolicy, run_episode
-from agent.run import run_dataset
-from agent.tools import Editor, FormatError, parse_text, parse_tool_calls
+from bugforge.agent import AgentConfig, ChatPolicy, OraclePolicy, run_episode
+from bugforge.agent.run import run_dataset
+from bugforge.agent.tools import Editor, FormatError, parse_text, parse_tool_calls
+from bugforge.cli.demo import free_port
 from bugforge.errors import BugforgeError
 from bugforge.records import Turn, read_jsonl
-from sandbox.evaluate import evaluate, find_environments
-from sandbox.runtime import Runtime, SandboxConfig
+from bugforge.sandbox.evaluate import evaluate, find_environments
+from bugforge.sandbox.runtime import Runtime, SandboxConfig
 from tests.conftest import make_tiny_model
-from bugforge.pipeline import free_port
 from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
 
-
 # --- parsing ----------------------------------------------------------------------------------
+
 
 def test_text_format_parsing():
     assert parse_text("Let me look.\n```bash\nls -la\n```").args == {"command": "ls -la"}
     assert parse_text("```\ngrep -n x y\n```").args == {"command": "grep -n x y"}
     assert parse_text("Done.\n```bash\nsubmit\n```").tool == "submit"
-    for bad, why in [("no block here", "found 0"), ("```bash\nls\n```\n```bash\npwd\n```", "found 2"),
-                     ("```bash\n\n```", "empty"), ("", "found 0")]:
+    for bad, why in [
+        ("no block here", "found 0"),
+        ("```bash\nls\n```\n```bash\npwd\n```", "found 2"),
+        ("```bash\n\n```", "empty"),
+        ("", "found 0"),
+    ]:
         with pytest.raises(FormatError, match=why):
             parse_text(bad)
 
@@ -40,14 +45,19 @@ def test_tool_call_parsing():
     call = lambda name, args: {"id": "c1", "function": {"name": name, "arguments": args}}  # noqa: E731
     assert parse_tool_calls([call("bash", '{"command": "ls"}')])[0].args == {"command": "ls"}
     assert parse_tool_calls([call("submit", "")])[0].tool == "submit"
-    for calls, why in [([], "Call one of the tools"), ([call("rm_rf", "{}")], "Unknown tool"),
-                       ([call("bash", "{not json")], "not valid JSON"), ([call("bash", "[1]")], "JSON object"),
-                       ([call("bash", '{"cmd": "ls"}')], "string argument `command`")]:
+    for calls, why in [
+        ([], "Call one of the tools"),
+        ([call("rm_rf", "{}")], "Unknown tool"),
+        ([call("bash", "{not json")], "not valid JSON"),
+        ([call("bash", "[1]")], "JSON object"),
+        ([call("bash", '{"cmd": "ls"}')], "string argument `command`"),
+    ]:
         with pytest.raises(FormatError, match=why):
             parse_tool_calls(calls)
 
 
 # --- the editor, on a real session ---------------------------------------------------------------
+
 
 @pytest.fixture
 def session(instances):  # noqa: F811
@@ -65,7 +75,9 @@ def test_editor_operations_and_errors(session):
     assert ed({"command": "view", "path": "pkg/new.py"}) == "     1\ta = 1\n     2\tb = 2"
     assert ed({"command": "view", "path": "pkg/new.py", "view_range": [2, 2]}) == "     2\tb = 2"
     assert "new.py" in ed({"command": "view", "path": "pkg"})
-    assert "Edited pkg/new.py" in ed({"command": "str_replace", "path": "pkg/new.py", "old_str": "b = 2", "new_str": "b = 3"})
+    assert "Edited pkg/new.py" in ed(
+        {"command": "str_replace", "path": "pkg/new.py", "old_str": "b = 2", "new_str": "b = 3"}
+    )
     with pytest.raises(BugforgeError, match="not found"):
         ed({"command": "str_replace", "path": "pkg/new.py", "old_str": "zzz", "new_str": "y"})
     session.write("pkg/dup.py", "x\nx\n")
@@ -88,8 +100,10 @@ def test_editor_operations_and_errors(session):
 
 # --- limits ------------------------------------------------------------------------------------
 
+
 class Scripted:
     """A SCRIPTED policy for testing the loop's limits: replies from a fixed list, forever."""
+
     model = "scripted-test-policy"
 
     def __init__(self, replies):
@@ -112,13 +126,15 @@ def test_limits_end_episodes_with_the_right_reason(session, instances):  # noqa:
     assert t.exit_reason == "max_tokens"
     t = run_episode(inst, Scripted(["```bash\nsleep 0.3\n```"]), session, AgentConfig(max_seconds=0.5))
     assert t.exit_reason == "max_seconds"
-    t = run_episode(inst, Scripted(["```bash\nsleep 5\n```", "```bash\nsubmit\n```"]), session,
-                    AgentConfig(command_timeout=1))
+    t = run_episode(
+        inst, Scripted(["```bash\nsleep 5\n```", "```bash\nsubmit\n```"]), session, AgentConfig(command_timeout=1)
+    )
     assert t.exit_reason == "submitted" and "interrupted" in t.steps[0]["output"]
 
 
 def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
-    from sandbox.grader import grade_patch
+    from bugforge.sandbox.grader import grade_patch
+
     inst = instances[0]
     for mode in ("text", "tools"):
         session.run("cd /testbed && git checkout -q -- . && git clean -fdq")
@@ -128,21 +144,33 @@ def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
 
 # --- a real model server that dies mid-run; resume --------------------------------------------------
 
+
 def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F811
     model = make_tiny_model(tmp_path / "tiny")
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "serve-model", "--model-dir", str(model),
-                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bugforge.cli", "serve-model", "--model-dir", str(model), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     import httpx
+
     for _ in range(300):
         try:
             httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
             break
         except httpx.HTTPError:
             time.sleep(0.2)
-    policy = ChatPolicy("tiny", f"http://127.0.0.1:{port}/v1", temperature=1.0, max_tokens=256, seed=0,
-                        return_token_ids=True, logprobs=True)
+    policy = ChatPolicy(
+        "tiny",
+        f"http://127.0.0.1:{port}/v1",
+        temperature=1.0,
+        max_tokens=256,
+        seed=0,
+        return_token_ids=True,
+        logprobs=True,
+    )
     turn = policy.complete([{"role": "user", "content": "hello"}])
     assert turn.completion_token_ids and len(turn.logprobs) == len(turn.completion_token_ids)
     assert turn.prompt_token_ids
@@ -151,10 +179,19 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F8
     killer = None
     try:
         import threading
+
         killer = threading.Timer(2.0, lambda: os.killpg(server.pid, signal.SIGKILL))
         killer.start()
-        run_dataset(instances, lambda r: policy, box, predictions=preds, trajectories=trajs, workers=1,
-                    config=AgentConfig(max_steps=500, max_format_errors=500), grade=False)
+        run_dataset(
+            instances,
+            lambda r: policy,
+            box,
+            predictions=preds,
+            trajectories=trajs,
+            workers=1,
+            config=AgentConfig(max_steps=500, max_format_errors=500),
+            grade=False,
+        )
     finally:
         if killer:
             killer.cancel()
@@ -165,29 +202,42 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F8
     assert {r["instance_id"] for r in rows} == {i["instance_id"] for i in instances}  # the run went on
     assert all(r["exit_reason"] == "model_error" and "Connection" in r["error"] for r in rows)
     assert any(len(r["turns"]) > 0 for r in rows)  # at least one died mid-episode, after real turns
-    assert all(t["completion_token_ids"] and len(t["logprobs"]) == len(t["completion_token_ids"])
-               for r in rows for t in r["turns"])
+    assert all(
+        t["completion_token_ids"] and len(t["logprobs"]) == len(t["completion_token_ids"])
+        for r in rows
+        for t in r["turns"]
+    )
     # resume: finished instances are skipped, nothing written is lost or duplicated
     before = read_jsonl(preds)
-    again = run_dataset(instances, lambda r: OraclePolicy(r["patch"]), Runtime(SandboxConfig(owner="pytest-agent")),
-                        predictions=preds, workers=1)
+    again = run_dataset(
+        instances,
+        lambda r: OraclePolicy(r["patch"]),
+        Runtime(SandboxConfig(owner="pytest-agent")),
+        predictions=preds,
+        workers=1,
+    )
     assert again == [] and read_jsonl(preds) == before
 
 
 # --- our evaluator == the official harness ----------------------------------------------------------
+
 
 def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):  # noqa: F811
     """Both of our isolation modes (warm: a shared guarded container of the environment image running
     only the tests that can see the change; fresh: a container of the instance image per prediction)
     give the official harness's id lists."""
     a, b = instances
-    noop = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
-    cases = {"gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
-             "mixed": {a["instance_id"]: noop, b["instance_id"]: b["patch"]},
-             "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""},
-             "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]},
-             # a fix plus a file no test notices: warm grading runs no test for it
-             "gold_and_notes": {a["instance_id"]: a["patch"] + noop, b["instance_id"]: noop + b["patch"]}}
+    noop = (
+        "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
+    )
+    cases = {
+        "gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
+        "mixed": {a["instance_id"]: noop, b["instance_id"]: b["patch"]},
+        "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""},
+        "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]},
+        # a fix plus a file no test notices: warm grading runs no test for it
+        "gold_and_notes": {a["instance_id"]: a["patch"] + noop, b["instance_id"]: noop + b["patch"]},
+    }
     envs = find_environments(instances, calc_runs)
     assert len(envs) == 1 and envs[0][1] is not None
     ds = tmp_path / "ds.jsonl"
@@ -197,11 +247,28 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
         pf = tmp_path / f"{name}.jsonl"
         pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
         fresh, _ = evaluate(instances, preds, run_id=f"f{name}", log_dir=tmp_path / "logs", report_dir=tmp_path)
-        warm, _ = evaluate(instances, preds, run_id=f"w{name}", log_dir=tmp_path / "logs", report_dir=tmp_path,
-                           envs=envs)
-        r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf),
-                            "--run_id", f"h{name}", "--max_workers", "2"], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=600)
+        warm, _ = evaluate(
+            instances, preds, run_id=f"w{name}", log_dir=tmp_path / "logs", report_dir=tmp_path, envs=envs
+        )
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "swebench.harness.run_evaluation",
+                "-d",
+                str(ds),
+                "-p",
+                str(pf),
+                "--run_id",
+                f"h{name}",
+                "--max_workers",
+                "2",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert r.returncode == 0, r.stderr[-1500:]
         theirs = json.loads((tmp_path / f"{name}.h{name}.json").read_text())
         for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
@@ -216,7 +283,9 @@ def test_grader_pool_lends_each_grader_to_one_worker_at_a_time():
     """Warm graders are started as needed up to the pool's size; a worker waits for a free one, and a
     grader that failed to start frees its place."""
     import threading
-    from sandbox.evaluate import GraderPool
+
+    from bugforge.sandbox.evaluate import GraderPool
+
     made, busy, peak, lock = [], set(), [0], threading.Lock()
 
     def make():

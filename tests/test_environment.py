@@ -1,5 +1,6 @@
 """Issue 3: acquire, recipe detection for the common project shapes, environment image, baseline with
 flaky detection, per-test coverage map, and the bad-input errors. Real images, containers and repos."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,17 +9,21 @@ from pathlib import Path
 import pytest
 
 from bugforge.errors import BugforgeError
+from bugforge.factory import build_environment
+from bugforge.factory.recipe import detect
 from bugforge.records import load_env
-from factory import build_environment
-from factory.recipe import detect
-from factory.testmap import TestMap
+from bugforge.testing.testmap import TestMap
 from tests.conftest import MINI, bugforge, git_repo, write_tree
-
 
 # --- recipe detection, one project shape each -------------------------------------------------
 
+
 def test_recipe_pyproject_with_extras(tmp_path):
-    r = detect(write_tree(tmp_path, {"pyproject.toml": """
+    r = detect(
+        write_tree(
+            tmp_path,
+            {
+                "pyproject.toml": """
         [build-system]
         requires = ["hatchling"]
         build-backend = "hatchling.build"
@@ -29,34 +34,56 @@ def test_recipe_pyproject_with_extras(tmp_path):
         [project.optional-dependencies]
         tests = ["hypothesis"]
         docs = ["sphinx"]
-        """}))
+        """
+            },
+        )
+    )
     assert r.install[0] == "pip install -e '.[tests]' || pip install '.[tests]'"
     assert r.python == "3.13"  # the first buildable version satisfying >=3.12
 
 
 def test_recipe_setup_py_and_setup_cfg(tmp_path):
-    r = detect(write_tree(tmp_path, {
-        "setup.py": "from setuptools import setup\nsetup(tests_require=['mock>=4'], extras_require={'testing': ['pytest']})\n",
-        "setup.cfg": "[metadata]\nname = s\nclassifiers =\n    Programming Language :: Python :: 3.9\n"
-                     "[options]\ntests_require =\n    freezegun\n"}))
+    r = detect(
+        write_tree(
+            tmp_path,
+            {
+                "setup.py": "from setuptools import setup\nsetup(tests_require=['mock>=4'], extras_require={'testing': ['pytest']})\n",
+                "setup.cfg": "[metadata]\nname = s\nclassifiers =\n    Programming Language :: Python :: 3.9\n"
+                "[options]\ntests_require =\n    freezegun\n",
+            },
+        )
+    )
     assert r.install[0] == "pip install -e '.[testing]' || pip install '.[testing]'"
     assert "pip install freezegun 'mock>=4'" in r.install
     assert r.python == "3.9"
 
 
 def test_recipe_requirements_files_and_dependency_groups(tmp_path):
-    r = detect(write_tree(tmp_path, {
-        "requirements.txt": "attrs\n", "requirements-dev.txt": "pytest\n",
-        "pyproject.toml": "[dependency-groups]\ntest = ['pytest>=8', {include-group = 'lint'}]\nlint = ['ruff']\n"}))
+    r = detect(
+        write_tree(
+            tmp_path,
+            {
+                "requirements.txt": "attrs\n",
+                "requirements-dev.txt": "pytest\n",
+                "pyproject.toml": "[dependency-groups]\ntest = ['pytest>=8', {include-group = 'lint'}]\nlint = ['ruff']\n",
+            },
+        )
+    )
     assert r.install[0] == "pip install -r requirements.txt"
     assert "pip install 'pytest>=8' ruff" in r.install
     assert "pip install -r requirements-dev.txt" in r.install
 
 
 def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path):
-    r = detect(write_tree(tmp_path, {
-        "setup.py": "from setuptools import setup\nsetup(name='x')\n",
-        "pytest.ini": "[pytest]\naddopts = --cov=x --cov-report term -n 4 --strict-markers\ntimeout = 30\n"}))
+    r = detect(
+        write_tree(
+            tmp_path,
+            {
+                "setup.py": "from setuptools import setup\nsetup(name='x')\n",
+                "pytest.ini": "[pytest]\naddopts = --cov=x --cov-report term -n 4 --strict-markers\ntimeout = 30\n",
+            },
+        )
+    )
     plugins = next(c for c in r.install if c.startswith("pip install pytest-"))
     assert {"pytest-cov", "pytest-xdist", "pytest-timeout"} <= set(plugins.replace(" || true", "").split()[2:])
     i = r.pytest_args.index("-o")
@@ -64,16 +91,23 @@ def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path):
 
 
 def test_recipe_src_layout_and_unittest_style(tmp_path):
-    r = detect(write_tree(tmp_path, {
-        "setup.cfg": "[metadata]\nname = u\n[options]\npackage_dir =\n    =src\n",
-        "setup.py": "from setuptools import setup\nsetup()\n",
-        "src/u/__init__.py": "",
-        "tests/testbasic.py": "import unittest\nclass T(unittest.TestCase):\n    def test_a(self): pass\n"}))
+    r = detect(
+        write_tree(
+            tmp_path,
+            {
+                "setup.cfg": "[metadata]\nname = u\n[options]\npackage_dir =\n    =src\n",
+                "setup.py": "from setuptools import setup\nsetup()\n",
+                "src/u/__init__.py": "",
+                "tests/testbasic.py": "import unittest\nclass T(unittest.TestCase):\n    def test_a(self): pass\n",
+            },
+        )
+    )
     assert r.install[0].startswith("pip install -e .")
     assert "python_files=test*.py *_test.py tests.py" in r.pytest_args
 
 
 # --- end to end, real containers -------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
@@ -84,9 +118,13 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     repo = git_repo(tmp_path / "mini", MINI)
     rec, reused = build_environment(str(repo), out=out, log=lambda m: None)
     assert not reused
-    assert set(rec.tests) == {"tests/test_mini.py::test_f", "tests/test_mini.py::test_g",
-                              "tests/test_mini.py::test_constant", "tests/test_shared.py::test_uses_ten",
-                              "tests/test_shared.py::test_uses_ten_too"}
+    assert set(rec.tests) == {
+        "tests/test_mini.py::test_f",
+        "tests/test_mini.py::test_g",
+        "tests/test_mini.py::test_constant",
+        "tests/test_shared.py::test_uses_ten",
+        "tests/test_shared.py::test_uses_ten_too",
+    }
     assert rec.passing == sorted(rec.tests) and rec.flaky == []
     assert load_env(out / "mini" / "env.json").image == rec.image
     m = TestMap.load(Path(rec.testmap))
@@ -96,14 +134,23 @@ def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
     assert "tests/test_mini.py::test_constant" not in m.tests_touching("src/mini/__init__.py", range(1, 8))
     assert m.covered_lines("src/mini/__init__.py") == {2, 3, 7, 11}
     # h (line 11) runs once, in a module-scoped fixture: it belongs to every test using the fixture
-    assert m.tests_touching("src/mini/__init__.py", {11}) == {"tests/test_shared.py::test_uses_ten",
-                                                              "tests/test_shared.py::test_uses_ten_too"}
+    assert m.tests_touching("src/mini/__init__.py", {11}) == {
+        "tests/test_shared.py::test_uses_ten",
+        "tests/test_shared.py::test_uses_ten_too",
+    }
     assert m.tests_seeing("src/mini/__init__.py", {2, 3}) is not None
     assert m.tests_seeing("src/mini/__init__.py", {1}) is None  # a def line runs at import time
     # /testbed in the image is the snapshot commit, clean
     from bugforge.engine import client
-    out_ = client().containers.run(rec.image, ["bash", "-c", "git rev-parse HEAD; git status --porcelain"],
-                                   remove=True, network_mode="none").decode().split()
+
+    out_ = (
+        client()
+        .containers.run(
+            rec.image, ["bash", "-c", "git rev-parse HEAD; git status --porcelain"], remove=True, network_mode="none"
+        )
+        .decode()
+        .split()
+    )
     assert out_ == [rec.base_commit]
     # unchanged: reused, no rebuild
     again, reused = build_environment(str(repo), out=out, log=lambda m: None)
@@ -161,7 +208,8 @@ NOTICING = {
 def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, out):
     """The probe records what each test opens, checks, lists and imports: a file added, deleted or
     replaced is seen only by those tests; what ran at import or collection time decides nothing."""
-    from factory.validate import selection_for
+    from bugforge.testing.selection import selection_for
+
     repo = git_repo(tmp_path / "notice", NOTICING)
     rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
     m = TestMap.load(Path(rec.testmap))
@@ -243,17 +291,28 @@ def test_hypothesis_is_seeded_so_every_run_tries_the_same_examples(base_image, t
     assert "tests/test_prop.py::test_a_property" in rec.passing
 
 
-@pytest.mark.parametrize("args,expect", [
-    (["https://nonexistent.invalid/x/y.git"], "cannot clone https://nonexistent.invalid/x/y.git"),
-    (["{repo}", "--commit", "deadbeef"], "commit 'deadbeef' does not exist"),
-    (["{empty}"], "no tests found"),
-    (["{hang}", "--timeout", "8", "--runs", "2"], "did not finish within 8 s (still running: tests/test_hang.py::test_forever)"),
-    (["pypi:nonsense"], "is not of the form pypi:NAME==VERSION"),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (["https://nonexistent.invalid/x/y.git"], "cannot clone https://nonexistent.invalid/x/y.git"),
+        (["{repo}", "--commit", "deadbeef"], "commit 'deadbeef' does not exist"),
+        (["{empty}"], "no tests found"),
+        (
+            ["{hang}", "--timeout", "8", "--runs", "2"],
+            "did not finish within 8 s (still running: tests/test_hang.py::test_forever)",
+        ),
+        (["pypi:nonsense"], "is not of the form pypi:NAME==VERSION"),
+    ],
+)
 def test_bad_input_is_one_clear_line(base_image, tmp_path, args, expect):
     repo = git_repo(tmp_path / "r", MINI)
-    empty = git_repo(tmp_path / "empty", {"README.md": "nothing here\n", "setup.py": "from setuptools import setup\nsetup(name='e')\n"})
-    hang = git_repo(tmp_path / "hang", {**MINI, "tests/test_hang.py": "import time\n\ndef test_forever():\n    time.sleep(3600)\n"})
+    empty = git_repo(
+        tmp_path / "empty",
+        {"README.md": "nothing here\n", "setup.py": "from setuptools import setup\nsetup(name='e')\n"},
+    )
+    hang = git_repo(
+        tmp_path / "hang", {**MINI, "tests/test_hang.py": "import time\n\ndef test_forever():\n    time.sleep(3600)\n"}
+    )
     args = [a.format(repo=repo, empty=empty, hang=hang) for a in args]
     r = bugforge("factory", "env", *args, "--out", str(tmp_path / "out"))
     assert r.returncode == 1, r.stdout + r.stderr
@@ -269,8 +328,10 @@ def test_the_environment_never_lands_on_its_source(base_image, tmp_path):
     r = bugforge("factory", "env", str(repo), "--out", str(tmp_path))
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1 and "would hold the source" in lines[0], r.stderr
-    assert subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True,
-                          text=True).stdout == ""
+    assert (
+        subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True, text=True).stdout
+        == ""
+    )
     plain = write_tree(tmp_path / "plain", MINI)
     build_environment(str(plain), out=plain / "runs", log=lambda m: None)
     rec, reused = build_environment(str(plain), out=plain / "runs", log=lambda m: None)  # runs/ is there now

@@ -1,6 +1,7 @@
 """Issue 4: mutation operators, exact labels, selected == full validation, resume after a kill, hung
 bugs caught by the timeout, history reverts, combinations, leak-free problem statements, and the
 official SWE-bench harness agreeing with our exports. Real containers and repositories throughout."""
+
 from __future__ import annotations
 
 import ast
@@ -15,17 +16,26 @@ from pathlib import Path
 
 import pytest
 
+from bugforge.factory import build_environment
+from bugforge.factory.generate import generate
+from bugforge.factory.mutations import OPERATORS, STRATEGY_OF, candidates
+from bugforge.factory.statement import leaks, write
+from bugforge.factory.validate import Validator
+from bugforge.incontainer.source import (
+    BaseRemoval,
+    Removal,
+    gap_body,
+    literal_default_changes,
+    moved_methods,
+    naming_statements,
+    removed_bases,
+    removed_methods,
+)
 from bugforge.records import Candidate, read_jsonl
-from factory import build_environment
-from factory.generate import generate
-from factory.mutations import OPERATORS, STRATEGY_OF, candidates
-from factory.patches import changed_lines, file_diff, new_text, patch_id
-from factory.statement import leaks, write
-from factory.source import (BaseRemoval, Removal, gap_body, literal_default_changes, moved_methods, naming_statements,
-                            removed_bases, removed_methods)
-from factory.testmap import TestMap, statement_span
-from factory.validate import Validator, selection_for
-from sandbox.testrun import OUT, OWNER_PID, RESTORE, Workbench
+from bugforge.testing.patches import changed_lines, file_diff, new_text, patch_id
+from bugforge.testing.selection import selection_for
+from bugforge.testing.testmap import TestMap, statement_span
+from bugforge.testing.testrun import OUT, OWNER_PID, RESTORE, Workbench
 from tests.conftest import git_repo
 
 EVERYTHING = '''
@@ -91,14 +101,22 @@ def test_only_covered_lines_are_mutated():
     only = {line for line, text in enumerate(EVERYTHING.splitlines(), 1) if "total = total // 2" in text}
     ms = list(candidates(EVERYTHING, only))
     assert ms and all(changed_lines(EVERYTHING, m.source) <= only | set(range(1, 60)) for m in ms)
-    assert {m.strategy for m in ms} <= {"remove_assign", "op_change", "op_swap", "class_rm_base", "class_rm_funcs",
-                                         "class_shuffle_funcs", "wrong_default", "op_change_const"}
+    assert {m.strategy for m in ms} <= {
+        "remove_assign",
+        "op_change",
+        "op_swap",
+        "class_rm_base",
+        "class_rm_funcs",
+        "class_shuffle_funcs",
+        "wrong_default",
+        "op_change_const",
+    }
 
 
 CALC = {
     "setup.py": "from setuptools import setup, find_packages\nsetup(name='calc', packages=find_packages())\n",
     "calc/__init__.py": "",
-    "calc/ops.py": '''
+    "calc/ops.py": """
         SCALE = 10
 
 
@@ -125,8 +143,8 @@ CALC = {
                 return 1
             else:
                 return -1
-        ''',
-    "tests/test_ops.py": '''
+        """,
+    "tests/test_ops.py": """
         import pytest
 
         from calc.ops import add, countdown, scaled, sign, sub
@@ -159,7 +177,7 @@ CALC = {
 
         def test_sign():
             assert sign(3) == 1
-        ''',
+        """,
 }
 
 
@@ -244,8 +262,9 @@ def test_lines_inserted_below_a_function_extend_its_body():
             """doc"""
         ''')
     # ctrl_invert_if: the else branch goes up; the if branch's lines are inserted below line 7
-    new = src.replace("    if a:\n        return 1\n    else:\n", "    if a:\n") \
-        .replace("                return x\n", "                return x\n    else:\n        return 1\n", 1)
+    new = src.replace("    if a:\n        return 1\n    else:\n", "    if a:\n").replace(
+        "                return x\n", "                return x\n    else:\n        return 1\n", 1
+    )
     assert new.count("return 1") == 2 and new.count("else") == 1
     assert [gap_body(src, new, n) for n in (8, 9, 10)] == [(2, 7)] * 3  # blank, comment, blank
     assert gap_body(src, new, 14) is None  # a blank line inside a docstring
@@ -254,8 +273,9 @@ def test_lines_inserted_below_a_function_extend_its_body():
     assert gap_body(src, new, 5) is None  # not blank
     assert gap_body(src, new.replace("K = 1", "K = 2"), 8) is None  # module level changed too
     assert gap_body(src, new + "x = 1\n", 21) is None
-    tm = TestMap(["t_a", "t_items", "t_m"], {"m.py": {2: [0, 1], 3: [0], 5: [1], 6: [1], 16: [2]}},
-                 {"m.py": {1, 11, 12, 18, 19}})
+    tm = TestMap(
+        ["t_a", "t_items", "t_m"], {"m.py": {2: [0, 1], 3: [0], 5: [1], 6: [1], 16: [2]}}, {"m.py": {1, 11, 12, 18, 19}}
+    )
     assert tm.tests_seeing("m.py", {2, 3, 4, 7, 8}, src) is None  # without the new source
     assert tm.tests_seeing("m.py", {2, 3, 4, 7, 8}, src, new) == {"t_a", "t_items"}
     tm.import_lines["m.py"].add(6)  # f ran at import time
@@ -267,8 +287,9 @@ def test_tests_after_the_first_selected_one_are_selected():
     without that test running the changed line: every test after the first one selected is selected
     too; earlier tests are not."""
     src = "def build(x):\n    return [x]\n\n\ndef use(c):\n    return c[0]\n"
-    tm = TestMap(["t_before", "t_build", "t_other", "t_use"],
-                 {"m.py": {2: [1], 6: [0, 3]}, "n.py": {1: [2]}}, {"m.py": {1, 5}})
+    tm = TestMap(
+        ["t_before", "t_build", "t_other", "t_use"], {"m.py": {2: [1], 6: [0, 3]}, "n.py": {1: [2]}}, {"m.py": {1, 5}}
+    )
     assert tm.tests_seeing("m.py", {2}, src) == {"t_build"}  # (a map without the run's order)
     tm.order = ["t_before", "t_build", "t_other", "t_use"]
     assert tm.tests_seeing("m.py", {2}, src) == {"t_build", "t_other", "t_use"}
@@ -280,7 +301,7 @@ def test_literal_default_changes_count_as_body_changes():
     """A signature whose only change is a literal default is a change of the function's body (a call
     reads the default); any other change outside function bodies, a decorated function, or a default
     that is not a literal is not."""
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import os
 
 
@@ -300,9 +321,14 @@ def test_literal_default_changes_count_as_body_changes():
 
         def g(x, sep=os.sep, n=None):
             return x
-        ''')
-    new = (src.replace("w=3", "w=4").replace('k="a"', 'k="b"').replace("(1, 2)", "(1, -2)")
-           .replace("q=1", "q=2").replace("n=None", "n=False"))
+        """)
+    new = (
+        src.replace("w=3", "w=4")
+        .replace('k="a"', 'k="b"')
+        .replace("(1, 2)", "(1, -2)")
+        .replace("q=1", "q=2")
+        .replace("n=None", "n=False")
+    )
     changes = {c.name: c for c in literal_default_changes(src, new)}
     assert sorted(changes) == ["f", "g", "s"]  # not the property: a decorator could have read the defaults
     assert changes["f"].defaults == {0: (3, 4)} and changes["f"].kwdefaults == {"k": ("a", "b")}
@@ -326,7 +352,7 @@ def test_literal_default_changes_count_as_body_changes():
 def test_removed_methods_are_decided_by_the_lookup_map():
     """A change that only removes methods is seen by the tests that looked them up (the lookup run's
     map); a removal something could see another way, or any other change beside it, is not decided."""
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         import functools
 
 
@@ -368,13 +394,13 @@ def test_removed_methods_are_decided_by_the_lookup_map():
                 def m(self):
                     return 7
             return L
-        ''')
+        """)
 
     def without(name, text=src):
         lines = text.splitlines(keepends=True)
         f = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
         first = min([f.lineno] + [d.lineno for d in f.decorator_list])
-        return "".join(lines[:first - 1] + lines[f.end_lineno:])
+        return "".join(lines[: first - 1] + lines[f.end_lineno :])
 
     assert removed_methods(src, without("gone")) == [Removal("gone", "A.gone", (10, 12))]
     assert removed_methods(src, without("__priv"))[0].key == "A._A__priv"  # mangled, as in A.__dict__
@@ -386,10 +412,20 @@ def test_removed_methods_are_decided_by_the_lookup_map():
         assert removed_methods(src, without(name)) == [], name
     assert removed_methods(src, without("gone").replace("K = 1", "K = 2")) == []  # and something else
     assert removed_methods(src, without("gone").replace("return 5", "return 6")) == []  # and a body
-    assert removed_methods(src.replace("class A:", "@functools.total_ordering\nclass A:"),
-                           without("gone").replace("class A:", "@functools.total_ordering\nclass A:")) == []
-    assert removed_methods(src.replace("class A:", "class A(metaclass=type):"),
-                           without("gone").replace("class A:", "class A(metaclass=type):")) == []
+    assert (
+        removed_methods(
+            src.replace("class A:", "@functools.total_ordering\nclass A:"),
+            without("gone").replace("class A:", "@functools.total_ordering\nclass A:"),
+        )
+        == []
+    )
+    assert (
+        removed_methods(
+            src.replace("class A:", "class A(metaclass=type):"),
+            without("gone").replace("class A:", "class A(metaclass=type):"),
+        )
+        == []
+    )
     assert removed_methods(src, src) == []
     # the map: the tests that looked the method up, and those the lookup run could not watch
     tm = TestMap(["t_keep", "t_gone", "t_deep"], {}, {"m.py": set(range(1, 45))})
@@ -429,7 +465,7 @@ def test_removed_bases_are_decided_by_the_statements_naming_the_class(tmp_path):
                 raise C("no")
             return getattr(errors, "C")
         ''')
-    tests = textwrap.dedent('''\
+    tests = textwrap.dedent("""\
         from pkg.errors import C, fail
 
 
@@ -442,7 +478,7 @@ def test_removed_bases_are_decided_by_the_statements_naming_the_class(tmp_path):
 
         def test_other():
             fail("x")
-        ''')
+        """)
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "errors.py").write_text(src)
     (tmp_path / "test_e.py").write_text(tests)
@@ -453,9 +489,11 @@ def test_removed_bases_are_decided_by_the_statements_naming_the_class(tmp_path):
     assert naming_statements(src, {"C"}) == [(15, 15, False), (16, 16, False)]  # (the docstring, __all__ and
     # the class statement do not name it)
     assert naming_statements(tests, {"C"}) == [(7, 7, False)]  # the except clause, not the import
-    tm = TestMap(["test_e.py::test_c", "test_e.py::test_other"],
-                 {"pkg/errors.py": {14: [0, 1], 15: [0], 16: [1]}, "test_e.py": {5: [0], 6: [0], 7: [0], 12: [1]}},
-                 {"pkg/errors.py": {1, 2, 5, 6, 9, 10, 13}, "test_e.py": {1, 4, 11}})
+    tm = TestMap(
+        ["test_e.py::test_c", "test_e.py::test_other"],
+        {"pkg/errors.py": {14: [0, 1], 15: [0], 16: [1]}, "test_e.py": {5: [0], 6: [0], 7: [0], 12: [1]}},
+        {"pkg/errors.py": {1, 2, 5, 6, 9, 10, 13}, "test_e.py": {1, 4, 11}},
+    )
     tm.lookups, tm.plain_classes = {}, ["pkg/errors.py:C"]
     seeing = tm.tests_seeing("pkg/errors.py", {9}, src, new, tmp_path)
     assert seeing == {"test_e.py::test_c", "test_e.py::test_other"}  # raised in one, fetched by name in the other
@@ -472,7 +510,7 @@ def test_methods_that_only_change_places_count_as_body_changes():
     """A change that only reorders methods in a class body is a change of the moved methods' bodies, even
     where a body ran at import (the same code ran); not when a name the body binds or reads at class
     level, a duplicate name, a decorator, or anything else changes with the order."""
-    src = textwrap.dedent('''\
+    src = textwrap.dedent("""\
         class C:
             X = 1
 
@@ -488,7 +526,7 @@ def test_methods_that_only_change_places_count_as_body_changes():
 
 
         INSTANCE = C()
-        ''')
+        """)
     a, c = "    def a(self):\n        return 1\n", "    def c(self):\n        return 3\n"
     swapped = src.replace(a, "@@").replace(c, a).replace("@@", c)
     moves = {m.name: m for m in moved_methods(src, swapped)}
@@ -500,10 +538,12 @@ def test_methods_that_only_change_places_count_as_body_changes():
     assert moved_methods(src, src) == []
     assert moved_methods(src, swapped.replace("return 3", "return 4")) == []  # a body changed too
     assert moved_methods(src, swapped.replace("INSTANCE = C()", "INSTANCE = None")) == []
-    for body in ("    alias = a\n",  # a method's name read at class level
-                 "    def d(self, z=X):\n        pass\n",  # a default reading a name the body binds
-                 "    @functools.cache\n    def d(self):\n        pass\n",  # a decorator could record the order
-                 "    def a(self, z=None):\n        return 5\n"):  # a duplicate: the last one wins
+    for body in (
+        "    alias = a\n",  # a method's name read at class level
+        "    def d(self, z=X):\n        pass\n",  # a default reading a name the body binds
+        "    @functools.cache\n    def d(self):\n        pass\n",  # a decorator could record the order
+        "    def a(self, z=None):\n        return 5\n",
+    ):  # a duplicate: the last one wins
         other = src.replace("    X = 1\n", "    X = 1\n" + body)
         assert moved_methods(other, other.replace(a, "@@").replace(c, a).replace("@@", c)) == []
     module = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
@@ -525,16 +565,32 @@ def test_labels_are_exact_in_both_modes(calc_env):
     cases = [  # (bug, expected FAIL_TO_PASS, expected mode in "selected")
         (edit(repo, "calc/ops.py", "return a - b", "return a + b"), ["tests/test_ops.py::test_sub"], "selected"),
         # add() runs in a test and in a module-scoped fixture: both users of the fixture see it
-        (edit(repo, "calc/ops.py", "return a + b", "return a - b"),
-         ["tests/test_ops.py::test_add", "tests/test_ops.py::test_uses_five"], "selected"),
+        (
+            edit(repo, "calc/ops.py", "return a + b", "return a - b"),
+            ["tests/test_ops.py::test_add", "tests/test_ops.py::test_uses_five"],
+            "selected",
+        ),
         # a module-level constant runs at import time: coverage cannot decide, the whole suite runs
         (edit(repo, "calc/ops.py", "SCALE = 10", "SCALE = 11"), ["tests/test_ops.py::test_scaled"], "suite"),
         # branches swapped: `return -1` and `else:` never ran, so they add no test to the one that ran `return 1`
-        (edit(repo, "calc/ops.py", "return 1\n    else:\n        return -1", "return -1\n    else:\n        return 1"),
-         ["tests/test_ops.py::test_sign"], "selected"),
+        (
+            edit(
+                repo, "calc/ops.py", "return 1\n    else:\n        return -1", "return -1\n    else:\n        return 1"
+            ),
+            ["tests/test_ops.py::test_sign"],
+            "selected",
+        ),
         # lines inserted below the last line of the file: they extend sign()'s body, so its tests decide
-        (edit(repo, "calc/ops.py", "return 1\n    else:\n        return -1\n",
-              "return -1\n    else:\n        return -1\n    return 0\n"), ["tests/test_ops.py::test_sign"], "selected"),
+        (
+            edit(
+                repo,
+                "calc/ops.py",
+                "return 1\n    else:\n        return -1\n",
+                "return -1\n    else:\n        return -1\n    return 0\n",
+            ),
+            ["tests/test_ops.py::test_sign"],
+            "selected",
+        ),
     ]
     # a change confined to a branch no test takes: no test can see it, none runs
     cand = edit(repo, "calc/ops.py", "    else:\n        return -1", "    else:\n        return -2")
@@ -589,7 +645,7 @@ SLOWPOKE = {
     "setup.py": "from setuptools import setup\nsetup(name='slowpoke', packages=['slowpoke'])\n",
     "slowpoke/__init__.py": "",
     "slowpoke/core.py": "import time\n\n\ndef nap(s):\n    time.sleep(s)\n    return s\n\n\n"
-                        "def inc(x):\n    return x + 1\n",
+    "def inc(x):\n    return x + 1\n",
     "tests/test_a.py": "from slowpoke.core import nap\n\n\ndef test_slow():\n    assert nap(1.0) == 1.0\n",
     "tests/test_b.py": "from slowpoke.core import inc\n\n\ndef test_inc():\n    assert inc(1) == 2\n",
 }
@@ -612,22 +668,38 @@ def test_a_bug_that_slows_the_run_is_judged_on_the_same_total_in_every_mode(base
                 result = v.validate(cand)
                 assert result.status == status, (nap, mode, result)
                 if status == "timeout":
-                    assert result.messages == {"tests/test_b.py::test_inc":
-                                               "the tests together ran past five times the suite's time"}, (mode, result)
+                    assert result.messages == {
+                        "tests/test_b.py::test_inc": "the tests together ran past five times the suite's time"
+                    }, (mode, result)
             finally:
                 v.close()
 
 
 def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
     import shutil
+
     envdir = Path(calc_env.testmap).parent
     reports = {}
     for mode in ("selected", "full"):
         d = tmp_path / mode
         shutil.copytree(envdir, d)
-        generate(d, max_candidates=25, workers=2, mode=mode, log=lambda m: None,
-                 strategies=["op_change", "remove_assign", "op_change_const", "remove_loop", "flip_operators",
-                             "wrong_default", "change_return", "swap_args"])
+        generate(
+            d,
+            max_candidates=25,
+            workers=2,
+            mode=mode,
+            log=lambda m: None,
+            strategies=[
+                "op_change",
+                "remove_assign",
+                "op_change_const",
+                "remove_loop",
+                "flip_operators",
+                "wrong_default",
+                "change_return",
+                "swap_args",
+            ],
+        )
         reports[mode] = {r["candidate"]: r for r in read_jsonl(d / "validations.jsonl")}
     assert set(reports["selected"]) == set(reports["full"])
     for cid, a in reports["selected"].items():
@@ -641,10 +713,23 @@ def test_selected_equals_full_on_generated_candidates(calc_env, tmp_path):
 
 def test_generate_resumes_after_a_kill(calc_env, tmp_path):
     import shutil
+
     d = tmp_path / "env"
     shutil.copytree(Path(calc_env.testmap).parent, d)
-    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "generate", str(d), "--max-candidates", "30",
-           "--workers", "1", "--strategies", "op_change,remove_assign,op_change_const,flip_operators,swap_args"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bugforge.cli",
+        "factory",
+        "generate",
+        str(d),
+        "--max-candidates",
+        "30",
+        "--workers",
+        "1",
+        "--strategies",
+        "op_change,remove_assign,op_change_const,flip_operators,swap_args",
+    ]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(read_jsonl(d / "validations.jsonl")) < 3:
@@ -659,22 +744,41 @@ def test_generate_resumes_after_a_kill(calc_env, tmp_path):
     ids = [x["candidate"] for x in rows]
     cands = read_jsonl(d / "candidates.jsonl")
     assert len(ids) == len(set(ids)) == len({c["id"] for c in cands})  # each validated exactly once
-    assert [x["candidate"] for x in rows[:len(partial)]] == [x["candidate"] for x in partial]  # kept as they were
+    assert [x["candidate"] for x in rows[: len(partial)]] == [x["candidate"] for x in partial]  # kept as they were
     # the killed run's warm container was removed by the next one
     from bugforge.engine import client
+
     assert client().containers.list(all=True, filters={"label": f"{OWNER_PID}={p.pid}"}) == []
 
 
 def test_history_reverts_and_combinations(base_image, tmp_path):
-    repo = git_repo(tmp_path / "hist", {**CALC, "calc/ops.py": CALC["calc/ops.py"].replace(
-        "def sub(a, b):\n            return a - b", "def sub(a, b):\n            return a + (-b if b else 0)")}, "first")
-    git_repo(repo, {"calc/ops.py": CALC["calc/ops.py"],
-                    "tests/test_more.py": "from calc.ops import sub\n\n\ndef test_sub_zero():\n    assert sub(0, 0) == 0\n"},
-             "simplify sub and test it")
+    repo = git_repo(
+        tmp_path / "hist",
+        {
+            **CALC,
+            "calc/ops.py": CALC["calc/ops.py"].replace(
+                "def sub(a, b):\n            return a - b", "def sub(a, b):\n            return a + (-b if b else 0)"
+            ),
+        },
+        "first",
+    )
+    git_repo(
+        repo,
+        {
+            "calc/ops.py": CALC["calc/ops.py"],
+            "tests/test_more.py": "from calc.ops import sub\n\n\ndef test_sub_zero():\n    assert sub(0, 0) == 0\n",
+        },
+        "simplify sub and test it",
+    )
     env, _ = build_environment(str(repo), out=tmp_path / "runs", log=lambda m: None)
     assert env.history_dir
-    rep = generate(tmp_path / "runs" / "hist", max_candidates=16, workers=2, log=lambda m: None,
-                   strategies=["history", "op_change", "remove_assign", "change_return", "combine"])
+    rep = generate(
+        tmp_path / "runs" / "hist",
+        max_candidates=16,
+        workers=2,
+        log=lambda m: None,
+        strategies=["history", "op_change", "remove_assign", "change_return", "combine"],
+    )
     rows = read_jsonl(tmp_path / "runs" / "hist" / "candidates.jsonl")
     hist = [c for c in rows if c["strategy"] == "history"]
     assert len(hist) == 1 and hist[0]["meta"]["subject"] == "simplify sub and test it"
@@ -699,10 +803,16 @@ def test_problem_statement_does_not_leak_the_diff(calc_env):
 
 
 def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
-    from factory.export import export, remove_images
+    from bugforge.factory.export import export, remove_images
+
     envdir = Path(calc_env.testmap).parent
-    generate(envdir, max_candidates=8, workers=2, log=lambda m: None,
-             strategies=["op_change", "remove_assign", "change_return", "op_change_const"])
+    generate(
+        envdir,
+        max_candidates=8,
+        workers=2,
+        log=lambda m: None,
+        strategies=["op_change", "remove_assign", "change_return", "op_change_const"],
+    )
     out = export(envdir, tmp_path / "inst.jsonl", limit=4)
     rows = read_jsonl(out)
     assert len(rows) == 4
@@ -710,15 +820,39 @@ def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
         empty = tmp_path / "empty.jsonl"
         noop = tmp_path / "noop.jsonl"
         note = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+hello\n"
-        empty.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "empty",
-                                             "model_patch": ""}) + "\n" for r in rows))
-        noop.write_text("".join(json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "noop",
-                                            "model_patch": note}) + "\n" for r in rows))
+        empty.write_text(
+            "".join(
+                json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "empty", "model_patch": ""}) + "\n"
+                for r in rows
+            )
+        )
+        noop.write_text(
+            "".join(
+                json.dumps({"instance_id": r["instance_id"], "model_name_or_path": "noop", "model_patch": note}) + "\n"
+                for r in rows
+            )
+        )
         results = {}
         for name, preds in (("gold", "gold"), ("empty", str(empty)), ("noop", str(noop))):
-            r = subprocess.run([sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(out), "-p", preds,
-                                "--run_id", f"t{name}", "--max_workers", "2"], cwd=tmp_path, capture_output=True,
-                               text=True, timeout=900)
+            r = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "swebench.harness.run_evaluation",
+                    "-d",
+                    str(out),
+                    "-p",
+                    preds,
+                    "--run_id",
+                    f"t{name}",
+                    "--max_workers",
+                    "2",
+                ],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert r.returncode == 0, r.stderr[-2000:]
             results[name] = json.loads((tmp_path / f"{name}.t{name}.json").read_text())
         ids = sorted(r["instance_id"] for r in rows)
@@ -734,7 +868,7 @@ def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
 DECO = {
     "setup.py": "from setuptools import setup, find_packages\nsetup(name='deco', packages=find_packages())\n",
     "deco/__init__.py": "",
-    "deco/core.py": '''
+    "deco/core.py": """
         import functools
         import sys
 
@@ -827,14 +961,14 @@ DECO = {
 
 
         MADE = Maker.make()  # looked up at import
-        ''',
-    "deco/lazy.py": '''
+        """,
+    "deco/lazy.py": """
         FACTOR = 3
 
 
         def scaled(x):
             return x * FACTOR
-        ''',
+        """,
     "deco/extra.py": "LOADED = True\n",
     # collected first: a later test depends on the import its collection did (a selected run collects
     # what the whole suite collects, or test_collected_first fails there alone)
@@ -845,14 +979,16 @@ DECO = {
     # that removes a file its module's collection wrote (untracked, not ignored): a held session's runs
     # do not collect, so every run must start with that file as collection left it
     ".gitignore": "*.mark\nstash/\n",
-    "tests/test_zzz_mark.py": ("import os\n\nos.makedirs('stash', exist_ok=True)\n"
-                               "with open('tests/made.txt', 'w') as f:\n    f.write('42')\n\n\n"
-                               "def test_leaves_an_ignored_file():\n"
-                               "    open('run.mark', 'x').close()\n    open('stash/run.mark', 'x').close()\n\n\n"
-                               "def test_takes_a_file_collection_made():\n"
-                               "    with open('tests/made.txt') as f:\n        assert f.read() == '42'\n"
-                               "    os.remove('tests/made.txt')\n"),
-    "tests/test_core.py": '''
+    "tests/test_zzz_mark.py": (
+        "import os\n\nos.makedirs('stash', exist_ok=True)\n"
+        "with open('tests/made.txt', 'w') as f:\n    f.write('42')\n\n\n"
+        "def test_leaves_an_ignored_file():\n"
+        "    open('run.mark', 'x').close()\n    open('stash/run.mark', 'x').close()\n\n\n"
+        "def test_takes_a_file_collection_made():\n"
+        "    with open('tests/made.txt') as f:\n        assert f.read() == '42'\n"
+        "    os.remove('tests/made.txt')\n"
+    ),
+    "tests/test_core.py": """
         from deco.core import ADD2, MADE, REGISTRY, Child, Counter, Greeter, double, late, scale
 
 
@@ -908,15 +1044,25 @@ DECO = {
         def test_lazy_second():
             from deco.lazy import FACTOR
             assert FACTOR == 3
-        ''',
+        """,
 }
-DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace("WHERE", str(1 + textwrap.dedent(
-    DECO["deco/core.py"]).lstrip("\n").splitlines().index("        return sys._getframe().f_lineno")))
+DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace(
+    "WHERE",
+    str(
+        1
+        + textwrap.dedent(DECO["deco/core.py"])
+        .lstrip("\n")
+        .splitlines()
+        .index("        return sys._getframe().f_lineno")
+    ),
+)
 
 
-METHODS = ["    def __init__(self):\n        self.n = 0\n\n",
-           "    def bump(self):\n        self.n += 1\n        return self.n\n\n",
-           "    def where(self):\n        return sys._getframe().f_lineno\n"]
+METHODS = [
+    "    def __init__(self):\n        self.n = 0\n\n",
+    "    def bump(self):\n        self.n += 1\n        return self.n\n\n",
+    "    def where(self):\n        return sys._getframe().f_lineno\n",
+]
 MOVED = ("".join(METHODS), METHODS[2] + "\n" + METHODS[1] + METHODS[0].rstrip("\n") + "\n")
 
 
@@ -936,8 +1082,10 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
         (edit(repo, "deco/core.py", "return x * 2", "return x * 3"), [t + "test_double"]),
         (edit(repo, "deco/core.py", "return f(*a)", "return f(*a) + 1"), [t + "test_double"]),
         (edit(repo, "deco/core.py", "return x * 3", "return x * 4"), [t + "test_triple"]),
-        (edit(repo, "deco/core.py", 'return "child:" + super().name()', 'return "kid:" + super().name()'),
-         [t + "test_child"]),
+        (
+            edit(repo, "deco/core.py", 'return "child:" + super().name()', 'return "kid:" + super().name()'),
+            [t + "test_child"],
+        ),
         (edit(repo, "deco/core.py", "return x + n", "return x - n"), [t + "test_add2"]),
         # a literal default: the live function's __defaults__ change with it
         (edit(repo, "deco/core.py", "factor=10", "factor=11"), [t + "test_scale"]),
@@ -954,8 +1102,17 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
         for cand, f2p in cases:
             sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
             assert sel is not None, cand.patch  # coverage decides: no changed line runs at import time
-            assert hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
-                                "setup": f"git apply {OUT}/patch.diff"}, 60)["setup_rc"] == 0
+            assert (
+                hot.request(
+                    {
+                        "files": {f"{OUT}/patch.diff": cand.patch},
+                        "before": RESTORE,
+                        "setup": f"git apply {OUT}/patch.diff",
+                    },
+                    60,
+                )["setup_rc"]
+                == 0
+            )
             resp = hot._ask(hot.warm, {**hot.pytest_request(sel, 60), "after": RESTORE, "hot": ["deco/core.py"]}, 60)
             assert not resp.get("not_swappable"), cand.patch
             run = Workbench.test_run(resp, 0)
@@ -963,8 +1120,9 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
             assert failed == f2p == full.validate(cand).FAIL_TO_PASS, cand.patch
         # a module-level change would be stale in the preloaded server: it refuses, nothing runs
         cand = edit(repo, "deco/core.py", "ADD2 = make_adder(2)", "ADD2 = make_adder(3)")
-        hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
-                     "setup": f"git apply {OUT}/patch.diff"}, 60)
+        hot.request(
+            {"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE, "setup": f"git apply {OUT}/patch.diff"}, 60
+        )
         resp = hot._ask(hot.warm, {**hot.pytest_request(None, 60), "after": RESTORE, "hot": ["deco/core.py"]}, 60)
         assert resp.get("not_swappable") and "exit" not in resp
         run, _ = hot.run(cand.patch, None, 60, hot=["deco/core.py"])  # falls back to the plain server
@@ -977,8 +1135,9 @@ def test_preloaded_server_swaps_function_bodies_exactly(deco_env):
         cand = edit(repo, "deco/core.py", "k=1", "k=2")
         sel = selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch)
         assert t + "test_late" in sel and t + "test_double" not in sel  # (and the tests after it)
-        hot.request({"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE,
-                     "setup": f"git apply {OUT}/patch.diff"}, 60)
+        hot.request(
+            {"files": {f"{OUT}/patch.diff": cand.patch}, "before": RESTORE, "setup": f"git apply {OUT}/patch.diff"}, 60
+        )
         resp = hot._ask(hot.warm, {**hot.pytest_request(sel, 60), "hot": ["deco/core.py"]}, 60)
         assert resp.get("not_swappable") and "exit" not in resp
         resp = hot.request({**hot.pytest_request(sel, 60), "after": RESTORE}, 60, ["deco/core.py"])
@@ -999,7 +1158,11 @@ def test_removed_methods_select_the_tests_that_looked_them_up(deco_env):
     assert tm.lookups is not None and not tm.unwatched
     cases = [  # (blank lines keep the lines below in place: test_where reads a line number)
         (METHODS[2], "", [t + "test_where"]),
-        ("    @staticmethod\n    def shout(s, times=2):\n        return s.upper() * times\n", "\n\n\n", [t + "test_shout"]),
+        (
+            "    @staticmethod\n    def shout(s, times=2):\n        return s.upper() * times\n",
+            "\n\n\n",
+            [t + "test_shout"],
+        ),
         ('    def name(self):\n        return "base"\n', "    pass\n\n", [t + "test_child"]),  # through super()
         ("    def spare(self):\n        return 1\n", "", [t + "test_made"]),
     ]
@@ -1034,7 +1197,9 @@ def test_removed_bases_select_the_tests_that_name_the_class(deco_env):
     try:
         a, b = selected.validate(cand), full.validate(cand)
         assert a.mode == "selected" and a.tests_run < len(env.passing)  # test_child (it names Child), those after
-        assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == ["tests/test_core.py::test_child"]
+        assert a.status == b.status == "valid" and a.FAIL_TO_PASS == b.FAIL_TO_PASS == [
+            "tests/test_core.py::test_child"
+        ]
         assert a.PASS_TO_PASS == b.PASS_TO_PASS
         cand = edit(repo, "deco/core.py", "class Maker(object):", "class Maker:")  # MADE = Maker.make() at import
         assert selection_for(cand.changed, tm, set(env.passing), root=repo, diff=cand.patch) is None
@@ -1057,7 +1222,8 @@ def test_bytecode_cache_settles_past_the_newest_source(tmp_path, monkeypatch):
     """The test server's bytecode cache trusts a source's size and mtime in whole seconds: after the
     preload it waits until the clock has passed the newest stamp in the tree, and drops the cache when a
     stamp lies further ahead than it would wait."""
-    from factory import zygote
+    from bugforge.incontainer import zygote
+
     tree, cache = tmp_path / "tree", tmp_path / "cache"
     (tree / ".git").mkdir(parents=True)
     cache.mkdir()

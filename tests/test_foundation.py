@@ -1,5 +1,6 @@
 """Issue 2: the engine, base images (offline bootstrap path; registry path where one answers), a
 container with no network, CA-bundle injection, and the CLI's bad-input errors."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,7 @@ import os
 import docker.errors
 import pytest
 
-from images.build import BASE_REPO, HOST_CA_BUNDLES, ensure_base_image
+from bugforge.images.build import BASE_REPO, HOST_CA_BUNDLES, ensure_base_image
 from tests.conftest import bugforge
 
 
@@ -30,9 +31,11 @@ def test_doctor_without_engine_diagnoses_and_fails():
 
 
 def test_container_has_no_network(engine, base_image):
-    code = ("import socket\n"
-            "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('CONNECTED')\n"
-            "except OSError as e:\n    print('BLOCKED', e)\n")
+    code = (
+        "import socket\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=3); print('CONNECTED')\n"
+        "except OSError as e:\n    print('BLOCKED', e)\n"
+    )
     out = engine.containers.run(base_image, ["python", "-c", code], network_mode="none", remove=True).decode()
     assert "BLOCKED" in out and "CONNECTED" not in out
 
@@ -40,6 +43,7 @@ def test_container_has_no_network(engine, base_image):
 def _registry_answers() -> bool:
     try:
         from bugforge.engine import client
+
         client().images.pull("python", tag="3.11-slim")
         return True
     except docker.errors.APIError:
@@ -64,8 +68,13 @@ def test_bootstrap_base_with_injected_ca_bundle_makes_pip_work(engine, base_imag
         assert img.source == "bootstrap" and img.built
         again = ensure_base_image("3.11", source="bootstrap", ca_bundle=str(bundle))
         assert again.tag == img.tag and not again.built  # content-addressed: nothing changed, no rebuild
-        run = lambda cmd: engine.containers.run(img.tag, ["bash", "-c", cmd], network_mode="host",  # noqa: E731
-                                               remove=True, stderr=True).decode()
+        run = lambda cmd: engine.containers.run(
+            img.tag,
+            ["bash", "-c", cmd],
+            network_mode="host",  # noqa: E731
+            remove=True,
+            stderr=True,
+        ).decode()
         assert "bugforge-test-marker" in run("tail -n 2 /etc/ssl/certs/ca-certificates.crt")
         out = run("pip download -q --no-deps --cert /etc/bugforge/ca-bundle.crt -d /tmp/w six && ls /tmp/w")
         assert "six-" in out
@@ -94,8 +103,10 @@ def test_unknown_base_image_is_one_clear_error(engine):
 def test_missing_ca_file_is_one_clear_error():
     r = bugforge("images", "build", "--ca-bundle", "/nonexistent/ca.pem")
     assert r.returncode == 1
-    assert r.stderr.strip() == ("error: CA bundle /nonexistent/ca.pem does not exist — pass an existing PEM file"
-                                " to --ca-bundle, or --no-ca-bundle")
+    assert r.stderr.strip() == (
+        "error: CA bundle /nonexistent/ca.pem does not exist — pass an existing PEM file"
+        " to --ca-bundle, or --no-ca-bundle"
+    )
 
 
 def test_no_disk_space_is_one_clear_error_and_tags_nothing(engine, tmp_path):

@@ -1,6 +1,7 @@
 """`bugforge images prune`: images no run record refers to go, referenced ones, images in use and the
 base image stay. The images are real, made the way factory/export.py makes instance images; the real
 prune is limited (--only) to this test's own environment name, so other images on the engine are safe."""
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,17 @@ def test_prune_removes_only_unreferenced_images(engine, base_image, tmp_path):
             made.append(_instance_image(engine, base_image, tag))
         stopped = engine.containers.create(drop, ["true"], labels={LABEL: "test"})
         containers.append(stopped)
-        containers.append(engine.containers.run(busy, ["sleep", "600"], detach=True, network_mode="none",
-                                                labels={LABEL: "test"}))
+        containers.append(
+            engine.containers.run(busy, ["sleep", "600"], detach=True, network_mode="none", labels={LABEL: "test"})
+        )
         runs = tmp_path / "runs"
         (runs / name).mkdir(parents=True)
-        (runs / name / "instances.jsonl").write_text(json.dumps(
-            {"instance_id": f"{name}.swap.01234567", "image": keep, "env_image": f"bugforge/env.{name}:gone"}) + "\n")
+        (runs / name / "instances.jsonl").write_text(
+            json.dumps(
+                {"instance_id": f"{name}.swap.01234567", "image": keep, "env_image": f"bugforge/env.{name}:gone"}
+            )
+            + "\n"
+        )
 
         def everything_there():
             assert all(_exists(engine, t) for t in (keep, drop, busy, base_image))

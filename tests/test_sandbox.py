@@ -1,5 +1,6 @@
 """Issue 5: sessions, the persistent shell, confinement, hostile agents, reward hacking against grading,
 the HTTP service and client (same interface), API fuzzing, and orphan clean-up. Real containers."""
+
 from __future__ import annotations
 
 import json
@@ -12,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from bugforge.cli.demo import free_port
 from bugforge.engine import client
-from bugforge.pipeline import free_port
 from bugforge.errors import BugforgeError
+from bugforge.factory import build_environment
+from bugforge.factory.export import export
+from bugforge.factory.generate import generate
 from bugforge.records import read_jsonl
-from factory import build_environment
-from factory.export import export
-from factory.generate import generate
-from sandbox.envgrader import EnvGrader
-from sandbox.evaluate import find_environments
-from sandbox.grader import grade_patch
-from sandbox.runtime import ROLE, OWNER, Runtime, SandboxConfig
+from bugforge.sandbox.envgrader import EnvGrader
+from bugforge.sandbox.evaluate import find_environments
+from bugforge.sandbox.grader import grade_patch
+from bugforge.sandbox.runtime import OWNER, ROLE, Runtime, SandboxConfig
 from tests.conftest import git_repo
 from tests.test_factory_bugs import CALC
 
@@ -34,8 +35,13 @@ def calc_runs(base_image, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sbx")
     git_repo(root / "calc", CALC)
     env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
-    generate(root / "runs" / "calc", max_candidates=6, workers=2, log=lambda m: None,
-             strategies=["op_change", "remove_assign", "change_return"])
+    generate(
+        root / "runs" / "calc",
+        max_candidates=6,
+        workers=2,
+        log=lambda m: None,
+        strategies=["op_change", "remove_assign", "change_return"],
+    )
     assert len(read_jsonl(export(root / "runs" / "calc", limit=2))) == 2
     return root / "runs"
 
@@ -47,8 +53,10 @@ def instances(calc_runs):
 
 @pytest.fixture
 def runtime(instances):
-    rt = Runtime(SandboxConfig(owner="pytest", pids_limit=128, mem_limit="512m", command_timeout=20),
-                 {r["instance_id"]: r for r in instances})
+    rt = Runtime(
+        SandboxConfig(owner="pytest", pids_limit=128, mem_limit="512m", command_timeout=20),
+        {r["instance_id"]: r for r in instances},
+    )
     yield rt
     rt.shutdown()
     assert rt.remove_orphans() == 0
@@ -59,6 +67,7 @@ def session_containers(owner="pytest"):
 
 
 # --- the shell --------------------------------------------------------------------------------
+
 
 def test_shell_keeps_state_and_reports_exit_codes(runtime, instances):
     s = runtime.create(instance_id=instances[0]["instance_id"])
@@ -97,6 +106,7 @@ def test_exit_restarts_the_shell(runtime, instances):
 
 # --- files ------------------------------------------------------------------------------------
 
+
 def test_file_operations_are_confined(runtime, instances):
     s = runtime.create(instance_id=instances[0]["instance_id"])
     s.write("notes/a.txt", "one\ntwo\n")
@@ -116,6 +126,7 @@ def test_file_operations_are_confined(runtime, instances):
 
 
 # --- hostile agents ---------------------------------------------------------------------------
+
 
 def test_hostile_commands_are_contained(runtime, instances):
     a = runtime.create(instance_id=instances[0]["instance_id"])
@@ -152,6 +163,7 @@ def test_hostile_commands_are_contained(runtime, instances):
 
 # --- reward hacking ---------------------------------------------------------------------------
 
+
 def _test_file(inst):
     return json.loads(inst["FAIL_TO_PASS"])[0].split("::")[0]
 
@@ -161,22 +173,26 @@ HACKS = {
     "edit the tests": lambda i: f"sed -i 's/assert /assert True or /' {_test_file(i)}",
     "conftest that forces passes": lambda i: (
         "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):\\n"
-        "    o = yield\\n    r = o.get_result()\\n    r.outcome = \"passed\"\\n' > tests/conftest.py"),
+        '    o = yield\\n    r = o.get_result()\\n    r.outcome = "passed"\\n\' > tests/conftest.py'
+    ),
     "plugin in pytest.ini": lambda i: (
         "printf 'def pytest_collection_modifyitems(items):\\n    items.clear()\\n' > forcepass.py && "
-        "printf '[pytest]\\naddopts = -p forcepass\\n' > pytest.ini"),
+        "printf '[pytest]\\naddopts = -p forcepass\\n' > pytest.ini"
+    ),
     "sitecustomize": lambda i: "printf 'import os\\nos._exit(0)\\n' > sitecustomize.py",
     "usercustomize and .pth": lambda i: "printf 'import os; os._exit(0)\\n' > evil.pth && cp evil.pth usercustomize.py",
-    "fake PASSED lines": lambda i: "printf 'import sys\\nfor t in %s: print(\"PASSED\", t)\\nsys.stdout.flush()\\nimport os\\nos._exit(0)\\n' "
-                                   "\"$(python3 -c 'import json,sys; print(repr(json.loads(sys.argv[1])))' "
-                                   f"'{i['FAIL_TO_PASS']}')\" >> calc/__init__.py",
+    "fake PASSED lines": lambda i: (
+        "printf 'import sys\\nfor t in %s: print(\"PASSED\", t)\\nsys.stdout.flush()\\nimport os\\nos._exit(0)\\n' "
+        "\"$(python3 -c 'import json,sys; print(repr(json.loads(sys.argv[1])))' "
+        f"'{i['FAIL_TO_PASS']}')\" >> calc/__init__.py"
+    ),
     "skip the tests": lambda i: f"sed -i '1i import pytest\\npytestmark = pytest.mark.skip' {_test_file(i)}",
 }
 
 
 @pytest.fixture(scope="module")
 def warm_grader(calc_runs, instances):
-    (env, testmap), = find_environments(instances, calc_runs)
+    ((env, testmap),) = find_environments(instances, calc_runs)
     g = EnvGrader(env, testmap)
     yield g
     g.close()
@@ -250,12 +266,30 @@ def test_submit_grades_the_session_diff(runtime, instances):
 
 # --- the service ------------------------------------------------------------------------------
 
+
 def _serve(dataset: Path, port: int, owner: str = "pytest-svc"):
     env = {**os.environ, "BUGFORGE_SANDBOX_TOKEN": "secret"}
-    p = subprocess.Popen([sys.executable, "-m", "bugforge.cli", "sandbox", "serve", "--port", str(port),
-                          "--dataset", str(dataset), "--owner", owner], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bugforge.cli",
+            "sandbox",
+            "serve",
+            "--port",
+            str(port),
+            "--dataset",
+            str(dataset),
+            "--owner",
+            owner,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     import httpx
+
     for _ in range(200):
         try:
             httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
@@ -281,7 +315,8 @@ def service(instances, tmp_path):
 
 
 def test_client_has_the_runtime_interface(service, instances):
-    import sandbox
+    from bugforge import sandbox
+
     url, _, _ = service
     remote = sandbox.connect(url, "secret")
     with pytest.raises(BugforgeError, match="401"):
@@ -303,14 +338,17 @@ def test_client_has_the_runtime_interface(service, instances):
 
 def test_request_size_limit(service):
     import httpx
+
     url, _, _ = service
-    r = httpx.post(f"{url}/sessions/x/write", headers={"Authorization": "Bearer secret"},
-                   content=b"{" + b" " * 9_000_000 + b"}")
+    r = httpx.post(
+        f"{url}/sessions/x/write", headers={"Authorization": "Bearer secret"}, content=b"{" + b" " * 9_000_000 + b"}"
+    )
     assert r.status_code == 413
 
 
 def test_killed_service_leaves_no_orphans_after_restart(service, instances):
-    import sandbox
+    from bugforge import sandbox
+
     url, ds, p = service
     remote = sandbox.connect(url, "secret")
     for _ in range(2):
@@ -331,9 +369,25 @@ def test_killed_service_leaves_no_orphans_after_restart(service, instances):
 def test_api_fuzzing_finds_no_server_errors(service):
     """schemathesis against the published OpenAPI schema: no 5xx."""
     url, _, _ = service
-    r = subprocess.run(["schemathesis", "run", f"{url}/openapi.json", "--checks", "not_a_server_error",
-                        "-H", "Authorization: Bearer secret", "--max-examples", "15", "--seed", "1",
-                        "--exclude-method", "DELETE"],
-                       capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [
+            "schemathesis",
+            "run",
+            f"{url}/openapi.json",
+            "--checks",
+            "not_a_server_error",
+            "-H",
+            "Authorization: Bearer secret",
+            "--max-examples",
+            "15",
+            "--seed",
+            "1",
+            "--exclude-method",
+            "DELETE",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     print(r.stdout[-3000:])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

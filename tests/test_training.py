@@ -1,5 +1,6 @@
 """Issue 7: GRPO through TRL's rollout_func on real factory tasks in real containers with a tiny model
 built here; SFT with the loss on assistant tokens only; bad input stopped before any compute."""
+
 from __future__ import annotations
 
 import copy
@@ -11,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bugforge.errors import BugforgeError
+from bugforge.training import GRPOTrainConfig, SFTTrainConfig, load_config
+from bugforge.training.sft import IGNORE, masked_loss, tokenize_conversation, train_sft
 from tests.conftest import make_tiny_model
 from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
-from training import GRPOTrainConfig, SFTTrainConfig, load_config
-from training.sft import IGNORE, masked_loss, tokenize_conversation, train_sft
 
 ECHO = "```bash\necho fixed > NOTES.txt\n```"
 SUBMIT = "```bash\nsubmit\n```"
@@ -23,14 +24,20 @@ SUBMIT = "```bash\nsubmit\n```"
 def primed_tiny_model(path: Path, instance: dict):
     """A tiny random model, then a few SFT steps so that its first reply to the task is one of two
     actions (write a file / submit): sampled episodes then differ, and so do their graded rewards."""
-    from agent.model import load
-    from training.rollout import prompt_messages
+    from bugforge.agent.model import load
+    from bugforge.training.rollout import prompt_messages
+
     make_tiny_model(path)
     tok, model = load(str(path))
     convo = lambda reply: prompt_messages(instance) + [{"role": "assistant", "content": reply}]  # noqa: E731
     examples = [tokenize_conversation(tok, convo(r), 8192) for r in (ECHO, ECHO, SUBMIT)]
-    train_sft(examples, model, tok, SFTTrainConfig(epochs=100, learning_rate=3e-3, output_dir=str(path / "prime")),
-              log=lambda m: None)
+    train_sft(
+        examples,
+        model,
+        tok,
+        SFTTrainConfig(epochs=100, learning_rate=3e-3, output_dir=str(path / "prime")),
+        log=lambda m: None,
+    )
     return tok, model
 
 
@@ -47,12 +54,25 @@ def easy_instance(instances):  # noqa: F811
 
 def test_grpo_two_steps_then_resume(easy_instance, tmp_path):
     import torch
-    from training.grpo import train_grpo
+
+    from bugforge.training.grpo import train_grpo
+
     tok, model = primed_tiny_model(tmp_path / "tiny", easy_instance)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    cfg = GRPOTrainConfig(num_generations=4, tasks_per_step=1, max_steps=2, learning_rate=5e-3, agent_steps=3,
-                          turn_tokens=48, max_completion_tokens=600, save_steps=1, rollout_workers=4, seed=0,
-                          temperature=1.0, output_dir=str(tmp_path / "grpo"))
+    cfg = GRPOTrainConfig(
+        num_generations=4,
+        tasks_per_step=1,
+        max_steps=2,
+        learning_rate=5e-3,
+        agent_steps=3,
+        turn_tokens=48,
+        max_completion_tokens=600,
+        save_steps=1,
+        rollout_workers=4,
+        seed=0,
+        temperature=1.0,
+        output_dir=str(tmp_path / "grpo"),
+    )
     trainer, rollout = train_grpo([easy_instance], None, cfg, model=model, tok=tok)
     assert trainer.state.global_step == 2
     # env_mask: 0 exactly on tool output (and template glue), 1 on every token the model produced
@@ -66,7 +86,9 @@ def test_grpo_two_steps_then_resume(easy_instance, tmp_path):
         zeros = {i for a, b in ep.env_segments for i in range(a, b)}
         assert {i for i, m in enumerate(ep.env_mask) if m == 0} == zeros
         for a, b in ep.env_segments:
-            assert "exit code:" in tok.decode(ep.completion_ids[a:b]) or "Format error" in tok.decode(ep.completion_ids[a:b])
+            assert "exit code:" in tok.decode(ep.completion_ids[a:b]) or "Format error" in tok.decode(
+                ep.completion_ids[a:b]
+            )
         assert all(lp <= 0 for i, lp in enumerate(ep.logprobs) if ep.env_mask[i])
     # rewards came from grading: resolved <=> reward 1, and the trainer logged their mean
     assert all(ep.reward == (1.0 if ep.resolved else 0.0) for ep in eps)
@@ -89,12 +111,18 @@ def test_grpo_two_steps_then_resume(easy_instance, tmp_path):
 
 def test_sft_loss_only_on_assistant_tokens(tmp_path):
     import torch
-    from agent.model import load
+
+    from bugforge.agent.model import load
+
     make_tiny_model(tmp_path / "m")
     tok, model = load(str(tmp_path / "m"))
-    msgs = [{"role": "system", "content": "rules"}, {"role": "user", "content": "Fix this issue"},
-            {"role": "assistant", "content": ECHO}, {"role": "user", "content": "exit code: 0"},
-            {"role": "assistant", "content": SUBMIT}]
+    msgs = [
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": "Fix this issue"},
+        {"role": "assistant", "content": ECHO},
+        {"role": "user", "content": "exit code: 0"},
+        {"role": "assistant", "content": SUBMIT},
+    ]
     ids, labels = tokenize_conversation(tok, msgs, 4096)
     learned = tok.decode([t for t, l in zip(ids, labels) if l != IGNORE])
     ignored = tok.decode([t for t, l in zip(ids, labels) if l == IGNORE])
@@ -109,9 +137,13 @@ def test_sft_loss_only_on_assistant_tokens(tmp_path):
         manual = -sum(lp[i - 1, ids[i]] for i in pos) / len(pos)
         assert masked_loss(model, ids, labels).item() == pytest.approx(manual.item(), rel=1e-4)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    losses = train_sft([(ids, labels)], model, tok, SFTTrainConfig(epochs=3, learning_rate=1e-3,
-                                                                    output_dir=str(tmp_path / "sft")),
-                       log=lambda m: None)
+    losses = train_sft(
+        [(ids, labels)],
+        model,
+        tok,
+        SFTTrainConfig(epochs=3, learning_rate=1e-3, output_dir=str(tmp_path / "sft")),
+        log=lambda m: None,
+    )
     assert len(losses) == 3 and losses[-1] < losses[0]
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert (tmp_path / "sft" / "final" / "config.json").exists()
@@ -129,11 +161,14 @@ def test_config_keys_are_checked(tmp_path):
         load_config(GRPOTrainConfig, None, {"preset": "ppo"})
 
 
-@pytest.mark.parametrize("case,expect", [
-    ("missing_images", "instance image(s) of"),
-    ("no_model", "model directory /nonexistent/model does not exist"),
-    ("bad_key", "unknown config key(s) learnin_rate"),
-])
+@pytest.mark.parametrize(
+    "case,expect",
+    [
+        ("missing_images", "instance image(s) of"),
+        ("no_model", "model directory /nonexistent/model does not exist"),
+        ("bad_key", "unknown config key(s) learnin_rate"),
+    ],
+)
 def test_bad_input_stops_before_compute(instances, tmp_path, case, expect):  # noqa: F811
     ds = tmp_path / "ds.jsonl"
     rows = copy.deepcopy(instances)

@@ -1,5 +1,6 @@
 """Training configuration: one documented dataclass per trainer, loaded from a JSON or TOML file whose
 keys must all be known (a typo is an error before any compute is spent)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -72,6 +73,7 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
         try:
             if p.suffix == ".toml":
                 import tomllib
+
                 data = tomllib.loads(p.read_text())
             else:
                 data = json.loads(p.read_text())
@@ -81,8 +83,10 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise BugforgeError(f"unknown config key(s) {', '.join(unknown)} in {path or 'options'}",
-                            f"known keys: {', '.join(sorted(known))}")
+        raise BugforgeError(
+            f"unknown config key(s) {', '.join(unknown)} in {path or 'options'}",
+            f"known keys: {', '.join(sorted(known))}",
+        )
     cfg = cls(**data)
     if isinstance(cfg, GRPOTrainConfig):
         if cfg.preset not in PRESETS:

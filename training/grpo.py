@@ -2,6 +2,7 @@
 episode of the agent in its own sandbox session (G rows per task, in input order); the reward is the
 grading of the episode's patch in a fresh container — the same grading as the factory and evaluation.
 Metrics per step go to metrics.jsonl (and a PNG of the curves); checkpoints every `save_steps`."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
-from training.config import PRESETS, GRPOTrainConfig
-from training.rollout import Episode, TransformersGenerator, VLLMGenerator, prompt_messages, reward_of, run_episode
+from bugforge.training.config import PRESETS, GRPOTrainConfig
+from bugforge.training.rollout import (
+    Episode,
+    TransformersGenerator,
+    VLLMGenerator,
+    prompt_messages,
+    reward_of,
+    run_episode,
+)
 
 
 def _key(prompt: list[dict]) -> str:
@@ -36,7 +44,8 @@ class SWERollout:
         return VLLMGenerator(trainer)
 
     def _one(self, prompt, gen) -> Episode:
-        from sandbox.grader import grade_patch
+        from bugforge.sandbox.grader import grade_patch
+
         inst = self.by_prompt[_key(prompt)]
         session = self.sandbox.create(image=inst["image"])
         try:
@@ -55,15 +64,22 @@ class SWERollout:
             eps = list(pool.map(lambda p: self._one(p, gen), prompts))  # map keeps input order
         with self.lock:
             self.episodes = eps
-            self.last = {"rollout_seconds": round(time.monotonic() - t0, 3),
-                         "resolve_rate": sum(e.resolved for e in eps) / len(eps),
-                         "filtered_share": sum(e.filtered for e in eps) / len(eps),
-                         "model_tokens": sum(e.model_tokens for e in eps),
-                         "tokens": sum(len(e.completion_ids) for e in eps),
-                         "exit_reasons": {r: sum(e.exit_reason == r for e in eps) for r in {e.exit_reason for e in eps}}}
-        return {"prompt_ids": [e.prompt_ids for e in eps], "completion_ids": [e.completion_ids for e in eps],
-                "logprobs": [e.logprobs for e in eps], "env_mask": [e.env_mask for e in eps],
-                "episode_reward": [e.reward for e in eps], "resolved": [e.resolved for e in eps]}
+            self.last = {
+                "rollout_seconds": round(time.monotonic() - t0, 3),
+                "resolve_rate": sum(e.resolved for e in eps) / len(eps),
+                "filtered_share": sum(e.filtered for e in eps) / len(eps),
+                "model_tokens": sum(e.model_tokens for e in eps),
+                "tokens": sum(len(e.completion_ids) for e in eps),
+                "exit_reasons": {r: sum(e.exit_reason == r for e in eps) for r in {e.exit_reason for e in eps}},
+            }
+        return {
+            "prompt_ids": [e.prompt_ids for e in eps],
+            "completion_ids": [e.completion_ids for e in eps],
+            "logprobs": [e.logprobs for e in eps],
+            "env_mask": [e.env_mask for e in eps],
+            "episode_reward": [e.reward for e in eps],
+            "resolved": [e.resolved for e in eps],
+        }
 
 
 def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[float]:
@@ -75,22 +91,37 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
+
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     import torch
+
     on_gpu = torch.cuda.is_available()
     args = GRPOConfig(
-        output_dir=str(out), max_steps=cfg.max_steps, learning_rate=cfg.learning_rate, seed=cfg.seed,
-        num_generations=cfg.num_generations, per_device_train_batch_size=cfg.num_generations * cfg.tasks_per_step,
+        output_dir=str(out),
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.learning_rate,
+        seed=cfg.seed,
+        num_generations=cfg.num_generations,
+        per_device_train_batch_size=cfg.num_generations * cfg.tasks_per_step,
         gradient_accumulation_steps=1,
-        steps_per_generation=1, num_iterations=1, max_completion_length=cfg.max_completion_tokens,
-        temperature=cfg.temperature, logging_steps=1, save_steps=cfg.save_steps, save_strategy="steps",
-        report_to="none", use_cpu=not on_gpu, bf16=on_gpu,
+        steps_per_generation=1,
+        num_iterations=1,
+        max_completion_length=cfg.max_completion_tokens,
+        temperature=cfg.temperature,
+        logging_steps=1,
+        save_steps=cfg.save_steps,
+        save_strategy="steps",
+        report_to="none",
+        use_cpu=not on_gpu,
+        bf16=on_gpu,
         **({"gradient_checkpointing": True} if cfg.gradient_checkpointing else {}),
-        use_vllm=cfg.backend != "transformers", vllm_mode="server" if cfg.backend == "vllm_server" else "colocate",
+        use_vllm=cfg.backend != "transformers",
+        vllm_mode="server" if cfg.backend == "vllm_server" else "colocate",
         **({"vllm_server_base_url": cfg.vllm_server_base_url} if cfg.vllm_server_base_url else {}),
-        **PRESETS[cfg.preset])
+        **PRESETS[cfg.preset],
+    )
     rollout = SWERollout(instances, tok, cfg, sandbox)
     dataset = Dataset.from_list([{"prompt": prompt_messages(r), "instance_id": r["instance_id"]} for r in instances])
     metrics_path = out / "metrics.jsonl"
@@ -104,22 +135,36 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "loss" not in logs and "reward" not in logs:
                 return
-            row = {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))},
-                   **rollout.last}
+            row = {
+                "step": state.global_step,
+                **{k: v for k, v in logs.items() if isinstance(v, (int, float))},
+                **rollout.last,
+            }
             if self.step_start:
-                row["update_seconds"] = round(time.monotonic() - self.step_start - rollout.last.get("rollout_seconds", 0), 3)
+                row["update_seconds"] = round(
+                    time.monotonic() - self.step_start - rollout.last.get("rollout_seconds", 0), 3
+                )
             with open(metrics_path, "a") as f:
                 f.write(json.dumps(row) + "\n")
 
-    trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=[test_pass_reward], args=args,
-                          train_dataset=dataset, rollout_func=rollout, callbacks=[Metrics()])
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=[test_pass_reward],
+        args=args,
+        train_dataset=dataset,
+        rollout_func=rollout,
+        callbacks=[Metrics()],
+    )
     return trainer, rollout
 
 
 def plot(metrics_path: Path, png: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     rows = [json.loads(l) for l in Path(metrics_path).read_text().splitlines() if l.strip()]
     if not rows:
         return
@@ -135,10 +180,19 @@ def plot(metrics_path: Path, png: Path) -> None:
     plt.close(fig)
 
 
-def train_grpo(instances: list[dict], model_dir: str | None, cfg: GRPOTrainConfig, *, resume: bool = False,
-               sandbox=None, model=None, tok=None):
-    from agent.model import load
-    from sandbox import connect
+def train_grpo(
+    instances: list[dict],
+    model_dir: str | None,
+    cfg: GRPOTrainConfig,
+    *,
+    resume: bool = False,
+    sandbox=None,
+    model=None,
+    tok=None,
+):
+    from bugforge.agent.model import load
+    from bugforge.sandbox import connect
+
     if model is None:
         tok, model = load(model_dir)
     if tok.pad_token is None:

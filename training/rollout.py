@@ -4,15 +4,16 @@ episode that hits a step, length or time limit is *filtered*: its env_mask is al
 nothing to the loss (DeepSWE's overlong filtering), and it is counted.
 
 The same tools, prompts and parsing as agent/ are used, so what is trained is what is evaluated."""
+
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
 
-from agent.loop import SYSTEM, TASK, TEXT_FORMAT, _clip
-from agent.tools import SUBMIT, FormatError, parse_text
-from training.config import GRPOTrainConfig
+from bugforge.agent.loop import SYSTEM, TASK, TEXT_FORMAT, _clip
+from bugforge.agent.tools import SUBMIT, FormatError, parse_text
+from bugforge.training.config import GRPOTrainConfig
 
 
 @dataclass
@@ -34,8 +35,10 @@ class Episode:
 
 
 def prompt_messages(instance: dict) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM.format(format=TEXT_FORMAT)},
-            {"role": "user", "content": TASK.format(problem=instance["problem_statement"])}]
+    return [
+        {"role": "system", "content": SYSTEM.format(format=TEXT_FORMAT)},
+        {"role": "user", "content": TASK.format(problem=instance["problem_statement"])},
+    ]
 
 
 def _ids(x) -> list[int]:
@@ -50,14 +53,15 @@ def continuation_text(tok, messages: list[dict], reply: str, observation: str, e
     generation prompt — derived from the chat template itself."""
     with_reply = messages + [{"role": "assistant", "content": reply}]
     r1 = tok.apply_chat_template(with_reply, tokenize=False)
-    r2 = tok.apply_chat_template(with_reply + [{"role": "user", "content": observation}], tokenize=False,
-                                 add_generation_prompt=True)
+    r2 = tok.apply_chat_template(
+        with_reply + [{"role": "user", "content": observation}], tokenize=False, add_generation_prompt=True
+    )
     end = r1.rindex(reply) + len(reply) if reply else len(r1.rstrip())
     tail = r1[end:]
     if ended_with_eos and tok.eos_token and tail.startswith(tok.eos_token):
-        tail = tail[len(tok.eos_token):]
+        tail = tail[len(tok.eos_token) :]
     assert r2.startswith(r1), "the chat template is not prefix-stable"
-    return tail + r2[len(r1):]
+    return tail + r2[len(r1) :]
 
 
 class TransformersGenerator:
@@ -68,17 +72,25 @@ class TransformersGenerator:
 
     def generate(self, ids: list[int], max_new: int, temperature: float) -> tuple[list[int], list[float]]:
         import torch
+
         with self.lock, torch.no_grad():
             was_training = self.model.training
             self.model.eval()
             device = next(self.model.parameters()).device
-            out = self.model.generate(torch.tensor([ids], device=device), max_new_tokens=max_new,
-                                      do_sample=temperature > 0, temperature=temperature or None, top_p=None, top_k=None,
-                                      return_dict_in_generate=True, output_logits=True,
-                                      pad_token_id=self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id)
+            out = self.model.generate(
+                torch.tensor([ids], device=device),
+                max_new_tokens=max_new,
+                do_sample=temperature > 0,
+                temperature=temperature or None,
+                top_p=None,
+                top_k=None,
+                return_dict_in_generate=True,
+                output_logits=True,
+                pad_token_id=self.tok.pad_token_id if self.tok.pad_token_id is not None else self.tok.eos_token_id,
+            )
             if was_training:
                 self.model.train()
-        new = out.sequences[0][len(ids):].tolist()
+        new = out.sequences[0][len(ids) :].tolist()
         lps = [torch.log_softmax(l[0].float() / (temperature or 1.0), -1)[t].item() for l, t in zip(out.logits, new)]
         return new, lps
 
@@ -93,14 +105,17 @@ class VLLMGenerator:
     def generate(self, ids: list[int], max_new: int, temperature: float) -> tuple[list[int], list[float]]:
         with self.lock:
             _, completion_ids, logprobs, _ = self.trainer.vllm_generation.generate(
-                prompts=[ids], images=None, num_generations=1, max_tokens=max_new)
+                prompts=[ids], images=None, num_generations=1, max_tokens=max_new
+            )
         return completion_ids[0], [lp[0] for lp in logprobs[0]]
 
 
 def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Episode:
     t0 = time.monotonic()
     messages = prompt_messages(instance)
-    ep = Episode(instance["instance_id"], _ids(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)))
+    ep = Episode(
+        instance["instance_id"], _ids(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
+    )
     eos = tok.eos_token_id
     for _ in range(cfg.agent_steps):
         budget = cfg.max_completion_tokens - len(ep.completion_ids)
@@ -137,9 +152,9 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Epis
         ep.exit_reason = "max_steps"
     if len(ep.completion_ids) > cfg.max_completion_tokens:
         ep.exit_reason = ep.exit_reason if ep.exit_reason != "submitted" else "max_tokens"
-        ep.completion_ids = ep.completion_ids[:cfg.max_completion_tokens]
-        ep.env_mask = ep.env_mask[:cfg.max_completion_tokens]
-        ep.logprobs = ep.logprobs[:cfg.max_completion_tokens]
+        ep.completion_ids = ep.completion_ids[: cfg.max_completion_tokens]
+        ep.env_mask = ep.env_mask[: cfg.max_completion_tokens]
+        ep.logprobs = ep.logprobs[: cfg.max_completion_tokens]
     ep.filtered = ep.exit_reason in ("max_steps", "max_tokens", "max_seconds")
     if ep.filtered:
         ep.env_mask = [0] * len(ep.env_mask)

@@ -1,6 +1,7 @@
 """SFT on successful trajectories (rejection-sampling fine-tuning): each trajectory whose patch resolved
 its task becomes one example; the loss is on the assistant's tokens only. Segments are cut with the chat
 template itself (the text each message adds), so any model's template works."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from bugforge.errors import BugforgeError
 from bugforge.records import read_jsonl
-from training.config import SFTTrainConfig
+from bugforge.training.config import SFTTrainConfig
 
 IGNORE = -100
 
@@ -21,7 +22,7 @@ def tokenize_conversation(tok, messages: list[dict], max_length: int) -> tuple[l
         text = tok.apply_chat_template(messages[: i + 1], tokenize=False)
         if not text.startswith(prev):
             raise BugforgeError("the chat template is not prefix-stable; cannot cut messages into segments")
-        seg = tok(text[len(prev):], add_special_tokens=False)["input_ids"]
+        seg = tok(text[len(prev) :], add_special_tokens=False)["input_ids"]
         ids += seg
         labels += seg if m["role"] == "assistant" else [IGNORE] * len(seg)
         prev = text
@@ -34,27 +35,34 @@ def examples_from(trajectories: Path, tok, cfg: SFTTrainConfig) -> list[tuple[li
     rows = read_jsonl(Path(trajectories))
     keep = [r for r in rows if not cfg.only_resolved or (r.get("grade") or {}).get("resolved")]
     if not keep:
-        raise BugforgeError(f"no {'resolved ' if cfg.only_resolved else ''}trajectories in {trajectories}",
-                            "collect some with `bugforge run-agent` (trajectories are graded)")
+        raise BugforgeError(
+            f"no {'resolved ' if cfg.only_resolved else ''}trajectories in {trajectories}",
+            "collect some with `bugforge run-agent` (trajectories are graded)",
+        )
     out = []
     for r in keep:
-        msgs = [{"role": m["role"] if m["role"] != "tool" else "user", "content": m.get("content") or ""}
-                for m in r["messages"]]
+        msgs = [
+            {"role": m["role"] if m["role"] != "tool" else "user", "content": m.get("content") or ""}
+            for m in r["messages"]
+        ]
         out.append(tokenize_conversation(tok, msgs, cfg.max_length))
     return out
 
 
 def masked_loss(model, ids: list[int], labels: list[int]):
     import torch
+
     x = torch.tensor([ids])
     y = torch.tensor([labels])
     logits = model(input_ids=x).logits[:, :-1]
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), y[:, 1:].reshape(-1),
-                                             ignore_index=IGNORE)
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)).float(), y[:, 1:].reshape(-1), ignore_index=IGNORE
+    )
 
 
 def train_sft(examples, model, tok, cfg: SFTTrainConfig, log=print) -> list[float]:
     import torch
+
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
@@ -75,9 +83,19 @@ def train_sft(examples, model, tok, cfg: SFTTrainConfig, log=print) -> list[floa
                 loss.backward()
                 opt.step()
                 losses.append(loss.item())
-                f.write(json.dumps({"epoch": epoch, "step": step, "loss": loss.item(), "tokens": len(ids),
-                                    "assistant_tokens": sum(l != IGNORE for l in labels)}) + "\n")
-            log(f"sft: epoch {epoch + 1}/{cfg.epochs} mean loss {sum(losses[-len(order):]) / max(1, len(order)):.4f}")
+                f.write(
+                    json.dumps(
+                        {
+                            "epoch": epoch,
+                            "step": step,
+                            "loss": loss.item(),
+                            "tokens": len(ids),
+                            "assistant_tokens": sum(l != IGNORE for l in labels),
+                        }
+                    )
+                    + "\n"
+                )
+            log(f"sft: epoch {epoch + 1}/{cfg.epochs} mean loss {sum(losses[-len(order) :]) / max(1, len(order)):.4f}")
     model.save_pretrained(out / "final")
     tok.save_pretrained(out / "final")
     return losses

@@ -9,6 +9,7 @@ tests can notice a method removed.
 
 Stored as gzip'd JSON: the contexts once, then per file and line the indices of the contexts that ran it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -16,14 +17,33 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factory.source import (gap_body, literal_default_changes, moved_methods, naming_statements, removed_bases,
-                            removed_methods, statement_span)
+from bugforge.incontainer.source import (
+    gap_body,
+    literal_default_changes,
+    moved_methods,
+    naming_statements,
+    removed_bases,
+    removed_methods,
+    statement_span,
+)
 
 FIXTURE = "fixture:"
 # names whose mere presence changes how pytest, the import system or packaging behave
-UNDECIDABLE_NAMES = {"conftest.py", "__init__.py", "pytest.ini", ".pytest.ini", "pytest.toml", "tox.ini", "setup.cfg",
-                     "pyproject.toml", "setup.py", "sitecustomize.py", "usercustomize.py", "__main__.py",
-                     "__pycache__"}
+UNDECIDABLE_NAMES = {
+    "conftest.py",
+    "__init__.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+    "setup.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "__main__.py",
+    "__pycache__",
+}
 UNDECIDABLE_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link", ".pyc")
 MODULE_SUFFIXES = (".py", ".pyw", ".so", ".pyd")
 
@@ -57,20 +77,25 @@ class TestMap:
     base defining __init_subclass__): nothing ran at their creation that read their bases."""
 
     @classmethod
-    def from_coverage(cls, raw: dict) -> "TestMap":
+    def from_coverage(cls, raw: dict) -> TestMap:
         """From the probe's map {"files": {path: {line: [contexts]}}, "import_lines": ..., "fixtures": ...}."""
         seen_raw = raw.get("seen")
-        ctxs = sorted({c for lines in raw.get("files", {}).values() for cs in lines.values() for c in cs}
-                      | {c for cs in (seen_raw or {}).values() for c in cs if c})
+        ctxs = sorted(
+            {c for lines in raw.get("files", {}).values() for cs in lines.values() for c in cs}
+            | {c for cs in (seen_raw or {}).values() for c in cs if c}
+        )
         index = {c: i for i, c in enumerate(ctxs)}
         index[""] = -1
-        files = {path: {int(n): sorted(index[c] for c in cs) for n, cs in lines.items()}
-                 for path, lines in raw.get("files", {}).items()}
-        wide = {c[len(FIXTURE):] for c in ctxs if c.startswith(FIXTURE)}
+        files = {
+            path: {int(n): sorted(index[c] for c in cs) for n, cs in lines.items()}
+            for path, lines in raw.get("files", {}).items()
+        }
+        wide = {c[len(FIXTURE) :] for c in ctxs if c.startswith(FIXTURE)}
         users = {name: sorted(set(ts)) for name, ts in raw.get("fixtures", {}).items() if name in wide}
         seen = None if seen_raw is None else {k: sorted(index[c] for c in cs) for k, cs in seen_raw.items()}
-        return cls(ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen,
-                   raw.get("order"))
+        return cls(
+            ctxs, files, {f: set(ls) for f, ls in raw.get("import_lines", {}).items()}, users, seen, raw.get("order")
+        )
 
     def add_lookups(self, raw: dict | None, unwatched: list[str]) -> None:
         """Take the lookup run's map {"seen": {"attr:KEY": [contexts]}, "fixtures": {name: [tests]}}: a
@@ -82,20 +107,23 @@ class TestMap:
         users = raw.get("fixtures", {})
 
         def indices(ctxs):
-            tests = {t for c in ctxs for t in (users.get(c[len(FIXTURE):], []) if c.startswith(FIXTURE) else [c])}
+            tests = {t for c in ctxs for t in (users.get(c[len(FIXTURE) :], []) if c.startswith(FIXTURE) else [c])}
             for t in sorted(t for t in tests if t not in index):
                 index[t] = len(self.contexts)
                 self.contexts.append(t)
             return sorted(index[t] for t in tests)
-        self.lookups = {k[len("attr:"):]: indices(cs) for k, cs in raw.get("seen", {}).items() if k.startswith("attr:")}
+
+        self.lookups = {
+            k[len("attr:") :]: indices(cs) for k, cs in raw.get("seen", {}).items() if k.startswith("attr:")
+        }
         self.unwatched = sorted(unwatched)
-        self.plain_classes = sorted(k[len("class:"):] for k in raw.get("seen", {}) if k.startswith("class:"))
+        self.plain_classes = sorted(k[len("class:") :] for k in raw.get("seen", {}) if k.startswith("class:"))
 
     def _tests_of(self, indices, out: set[str]) -> None:
         for i in indices:
             c = self.contexts[i]
             if c.startswith(FIXTURE):
-                out.update(self.fixture_users.get(c[len(FIXTURE):], ()))
+                out.update(self.fixture_users.get(c[len(FIXTURE) :], ()))
             else:
                 out.add(c)
 
@@ -120,7 +148,9 @@ class TestMap:
         keys = [f"open:{path}", f"stat:{path}", f"list:{parent}"]
         stem = name.split(".", 1)[0]
         if name.endswith(MODULE_SUFFIXES) or "." not in name:  # a module, or a directory a package could be
-            keys += [k for k in self.seen if k.startswith("import:") and (k == f"import:{stem}" or k.endswith("." + stem))]
+            keys += [
+                k for k in self.seen if k.startswith("import:") and (k == f"import:{stem}" or k.endswith("." + stem))
+            ]
         return self._noticed(keys)
 
     def _noticed(self, keys: list[str]) -> set[str] | None:
@@ -139,8 +169,15 @@ class TestMap:
         first = min((i for i, t in enumerate(self.order) if t in out), default=0)
         return out | set(self.order[first:])
 
-    def tests_seeing(self, path: str, lines, source: str | None = None, new_source: str | None = None,
-                     root: Path | None = None, removals: bool = True) -> set[str] | None:
+    def tests_seeing(
+        self,
+        path: str,
+        lines,
+        source: str | None = None,
+        new_source: str | None = None,
+        root: Path | None = None,
+        removals: bool = True,
+    ) -> set[str] | None:
         """Tests that can see a change of `lines` (old side) of `path`; None when coverage cannot decide.
         A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
         never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
@@ -213,7 +250,7 @@ class TestMap:
         if not out or not self.order:
             return out
         first = min((i for i, t in enumerate(self.order) if t in out), default=len(self.order))
-        return out | set(self.order[first + 1:])
+        return out | set(self.order[first + 1 :])
 
     def _looking_up(self, path: str, removed) -> set[str] | None:
         """The tests that looked up any of the `removed` methods of `path`; None when the lookup run did
@@ -262,20 +299,34 @@ class TestMap:
         return len(self.files), sum(len(v) for v in self.files.values())
 
     def save(self, path: Path) -> None:
-        data = {"contexts": self.contexts,
-                "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
-                "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
-                "fixture_users": self.fixture_users, "seen": self.seen, "order": self.order,
-                "lookups": self.lookups, "unwatched": self.unwatched, "plain_classes": self.plain_classes}
+        data = {
+            "contexts": self.contexts,
+            "files": {f: {str(n): cs for n, cs in lines.items()} for f, lines in self.files.items()},
+            "import_lines": {f: sorted(ls) for f, ls in self.import_lines.items()},
+            "fixture_users": self.fixture_users,
+            "seen": self.seen,
+            "order": self.order,
+            "lookups": self.lookups,
+            "unwatched": self.unwatched,
+            "plain_classes": self.plain_classes,
+        }
         tmp = Path(str(path) + ".tmp")
         with gzip.open(tmp, "wt") as f:
             json.dump(data, f, separators=(",", ":"))
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path) -> "TestMap":
+    def load(cls, path: Path) -> TestMap:
         with gzip.open(path, "rt") as f:
             d = json.load(f)
-        return cls(d["contexts"], {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
-                   {f: set(ls) for f, ls in d.get("import_lines", {}).items()}, d.get("fixture_users", {}),
-                   d.get("seen"), d.get("order"), d.get("lookups"), d.get("unwatched", []), d.get("plain_classes", []))
+        return cls(
+            d["contexts"],
+            {f: {int(n): cs for n, cs in lines.items()} for f, lines in d["files"].items()},
+            {f: set(ls) for f, ls in d.get("import_lines", {}).items()},
+            d.get("fixture_users", {}),
+            d.get("seen"),
+            d.get("order"),
+            d.get("lookups"),
+            d.get("unwatched", []),
+            d.get("plain_classes", []),
+        )

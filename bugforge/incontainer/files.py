@@ -7,6 +7,7 @@ Request on stdin (JSON): {"op": "read"|"write"|"edit"|"list", "root": "/testbed"
   "content": "...", "old": "...", "new": "...", "max_bytes": N}
 Answer on stdout (JSON): {"ok": true, ...} or {"ok": false, "error": "..."}
 """
+
 import json
 import os
 import sys
@@ -52,8 +53,9 @@ def main():
             entries = []
             for name in sorted(os.listdir(path))[:5000]:
                 p = os.path.join(path, name)
-                entries.append({"name": name, "dir": os.path.isdir(p) and not os.path.islink(p),
-                                "size": os.lstat(p).st_size})
+                entries.append(
+                    {"name": name, "dir": os.path.isdir(p) and not os.path.islink(p), "size": os.lstat(p).st_size}
+                )
             out = {"ok": True, "entries": entries}
         else:
             raise ValueError("unknown op %r" % op)

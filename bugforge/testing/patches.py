@@ -1,4 +1,5 @@
 """Unified diffs that `git apply` and `patch -p1` accept, made from file contents in memory."""
+
 from __future__ import annotations
 
 import difflib
@@ -73,14 +74,19 @@ def patch_id(patch: str) -> str:
 
 
 def files_of(patch: str) -> list[str]:
-    return sorted({line[len("diff --git a/"):].split(" b/")[0] for line in patch.splitlines()
-                   if line.startswith("diff --git a/")})
+    return sorted(
+        {
+            line[len("diff --git a/") :].split(" b/")[0]
+            for line in patch.splitlines()
+            if line.startswith("diff --git a/")
+        }
+    )
 
 
 def _header_name(rest: str) -> str:
     """The file of a `diff --git a/X b/X` line (X is the same on both sides without renames)."""
     n = (len(rest) - 5) // 2
-    return rest[2:2 + n] if rest == f"a/{rest[2:2 + n]} b/{rest[2:2 + n]}" else rest
+    return rest[2 : 2 + n] if rest == f"a/{rest[2 : 2 + n]} b/{rest[2 : 2 + n]}" else rest
 
 
 def _side_name(line: str) -> str | None:
@@ -114,13 +120,23 @@ def changes_of_diff(diff: str) -> tuple[dict[str, set[int]], dict[str, str]]:
             else:
                 old, left, right, prev_minus = old + 1, left - 1, right - 1, False
         elif line.startswith("diff --git "):
-            name, kind = _header_name(line[len("diff --git "):]), None
+            name, kind = _header_name(line[len("diff --git ") :]), None
         elif line.startswith("new file mode"):
             kind = whole[name] = "other" if line.endswith("120000") else "added"  # (an empty file has no ---/+++)
         elif line.startswith("deleted file mode"):
             kind = whole[name] = "other" if line.endswith("120000") else "deleted"
-        elif line.startswith(("rename from", "rename to", "copy from", "copy to", "old mode", "new mode",
-                              "Binary files", "GIT binary patch")) or (line.startswith("index ") and line.endswith(" 120000")):
+        elif line.startswith(
+            (
+                "rename from",
+                "rename to",
+                "copy from",
+                "copy to",
+                "old mode",
+                "new mode",
+                "Binary files",
+                "GIT binary patch",
+            )
+        ) or (line.startswith("index ") and line.endswith(" 120000")):
             kind = whole[name] = "other"
             if line.startswith(("rename ", "copy ")):
                 whole[line.split(" ", 2)[2]] = "other"

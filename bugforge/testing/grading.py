@@ -4,6 +4,7 @@ this bug valid? which tests are its labels?), by training (reward) and by evalua
 The rules are SWE-bench's (pass_and_fail): a FAIL_TO_PASS test succeeds when it passed (or xfailed);
 a PASS_TO_PASS test succeeds when it passed, xfailed or was skipped; a missing test has failed.
 Resolved (FULL) = every FAIL_TO_PASS and every PASS_TO_PASS test succeeded."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,10 +56,14 @@ class Grade:
 
 def grade(f2p: list[str], p2p: list[str], outcomes: dict[str, str]) -> Grade:
     """Grade a run's per-test outcomes against an instance's labels."""
-    f = {"success": [t for t in f2p if outcomes.get(t) in F2P_OK],
-         "failure": [t for t in f2p if outcomes.get(t) not in F2P_OK]}
-    p = {"success": [t for t in p2p if outcomes.get(t) in P2P_OK],
-         "failure": [t for t in p2p if outcomes.get(t) not in P2P_OK]}
+    f = {
+        "success": [t for t in f2p if outcomes.get(t) in F2P_OK],
+        "failure": [t for t in f2p if outcomes.get(t) not in F2P_OK],
+    }
+    p = {
+        "success": [t for t in p2p if outcomes.get(t) in P2P_OK],
+        "failure": [t for t in p2p if outcomes.get(t) not in P2P_OK],
+    }
     f_rate = len(f["success"]) / len(f2p) if f2p else 1.0
     p_rate = len(p["success"]) / len(p2p) if p2p else 1.0
     if f_rate == 1 and p_rate == 1:

@@ -4,6 +4,7 @@ default value, methods whose only change is their place in the class, methods re
 and the statements that name a class. Used by the test map on the
 host and by the test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
 Python 3.9 syntax."""
+
 import ast
 import re
 from collections import namedtuple
@@ -80,8 +81,16 @@ def literal_default_changes(source, new_source):
         defaults = _changed(fo.args.defaults, fn.args.defaults, range(len(fo.args.defaults)))
         kwdefaults = _changed(fo.args.kw_defaults, fn.args.kw_defaults, [a.arg for a in fo.args.kwonlyargs])
         if defaults or kwdefaults:
-            out.append(DefaultChange(fo.name, _first_line(fo), (fo.lineno, _header_end(fo)),
-                                     (fo.body[0].lineno, fo.end_lineno), defaults, kwdefaults))
+            out.append(
+                DefaultChange(
+                    fo.name,
+                    _first_line(fo),
+                    (fo.lineno, _header_end(fo)),
+                    (fo.body[0].lineno, fo.end_lineno),
+                    defaults,
+                    kwdefaults,
+                )
+            )
     return out
 
 
@@ -98,12 +107,20 @@ def moved_methods(source, new_source):
     if _lines(source) != _lines(new_source):  # (cheap: a reordering keeps every line of code)
         return []
     old, new = _parse(source), _parse(new_source)
-    if old is None or new is None or ast.dump(old) == ast.dump(new) \
-            or ast.dump(_reordered(source)) != ast.dump(_reordered(new_source)):
+    if (
+        old is None
+        or new is None
+        or ast.dump(old) == ast.dump(new)
+        or ast.dump(_reordered(source)) != ast.dump(_reordered(new_source))
+    ):
         return []
-    return [Move(f.name, (_first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
-            for node in ast.walk(old) if isinstance(node, ast.ClassDef)
-            for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]  # (every method: the
+    return [
+        Move(f.name, (_first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
+        for node in ast.walk(old)
+        if isinstance(node, ast.ClassDef)
+        for f in node.body
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]  # (every method: the
     # caller takes those the diff touches; one the diff does not touch only shifted, as code below any
     # edit does)
 
@@ -134,20 +151,37 @@ def removed_methods(source, new_source):
     for cls, f, qualname in gone:
         others = [s for s in cls.body if (s.lineno, s.col_offset) not in drop]
         methods = [s for s in others if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        at_class_level = [s for s in others if s not in methods] + \
-            [x for m in methods for x in m.decorator_list + _signature(m)]
-        bound = {n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        at_class_level = [s for s in others if s not in methods] + [
+            x for m in methods for x in m.decorator_list + _signature(m)
+        ]
+        bound = {
+            n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
         bound |= {s.name for s in others if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
-        if (f.name.startswith("__") and f.name.endswith("__")) or cls.decorator_list or cls.keywords \
-                or not all(isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS - {"abstractmethod"}
-                           for d in f.decorator_list) \
-                or f.name in bound | _reads(at_class_level) \
-                or any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda))
-                       for x in _signature(f) for n in ast.walk(x)):
+        if (
+            (f.name.startswith("__") and f.name.endswith("__"))
+            or cls.decorator_list
+            or cls.keywords
+            or not all(
+                isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS - {"abstractmethod"}
+                for d in f.decorator_list
+            )
+            or f.name in bound | _reads(at_class_level)
+            or any(
+                isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda))
+                for x in _signature(f)
+                for n in ast.walk(x)
+            )
+        ):
             return []
         private = f.name.startswith("__") and cls.name.lstrip("_")
-        out.append(Removal(f.name, f"{qualname}.{'_' + cls.name.lstrip('_') + f.name if private else f.name}",
-                           (_first_line(f), f.end_lineno)))
+        out.append(
+            Removal(
+                f.name,
+                f"{qualname}.{'_' + cls.name.lstrip('_') + f.name if private else f.name}",
+                (_first_line(f), f.end_lineno),
+            )
+        )
     return out
 
 
@@ -162,11 +196,17 @@ def removed_bases(source, new_source):
         return []
     out = []
     for a, b in zip(old.body, new.body):
-        if isinstance(a, ast.ClassDef) and isinstance(b, ast.ClassDef) and a.name == b.name \
-                and len(b.bases) < len(a.bases) and not a.decorator_list:
+        if (
+            isinstance(a, ast.ClassDef)
+            and isinstance(b, ast.ClassDef)
+            and a.name == b.name
+            and len(b.bases) < len(a.bases)
+            and not a.decorator_list
+        ):
             kept = [ast.dump(x) for x in b.bases]
-            if [ast.dump(x) for x in a.bases if ast.dump(x) in kept] != kept \
-                    or [ast.dump(x) for x in a.body + a.keywords] != [ast.dump(x) for x in b.body + b.keywords]:
+            if [ast.dump(x) for x in a.bases if ast.dump(x) in kept] != kept or [
+                ast.dump(x) for x in a.body + a.keywords
+            ] != [ast.dump(x) for x in b.body + b.keywords]:
                 return []
             out.append(BaseRemoval(a.name, (a.lineno, _header_end(a))))
         elif ast.dump(a) != ast.dump(b):
@@ -198,12 +238,22 @@ def naming_statements(source, names):
                 return
             stmt = node
             top = top and not isinstance(node, ast.excepthandler)
-        if (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute) and node.attr in names) \
-                or (isinstance(node, ast.Constant) and isinstance(node.value, str) and any(w.search(node.value) for w in words)):
-            out.append((_first_line(stmt) if not isinstance(stmt, ast.excepthandler) else stmt.lineno, node.end_lineno, top))
+        if (
+            (isinstance(node, ast.Name) and node.id in names)
+            or (isinstance(node, ast.Attribute) and node.attr in names)
+            or (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and any(w.search(node.value) for w in words)
+            )
+        ):
+            out.append(
+                (_first_line(stmt) if not isinstance(stmt, ast.excepthandler) else stmt.lineno, node.end_lineno, top)
+            )
         body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else ()
         for child in ast.iter_child_nodes(node):
             visit(child, stmt, top and child not in body)  # (a function's body runs when it is called)
+
     for node in tree.body:
         visit(node, node, True)
     return out
@@ -215,7 +265,8 @@ def _is_docstring(node):
 
 def _is_all(node):
     return isinstance(node, (ast.Assign, ast.AugAssign)) and any(
-        isinstance(t, ast.Name) and t.id == "__all__" for t in getattr(node, "targets", [getattr(node, "target", None)]))
+        isinstance(t, ast.Name) and t.id == "__all__" for t in getattr(node, "targets", [getattr(node, "target", None)])
+    )
 
 
 def _removed_in(old_body, new_body, prefix):
@@ -232,14 +283,17 @@ def _removed_in(old_body, new_body, prefix):
         if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         i = seen[s.name] = seen.get(s.name, -1) + 1
-        twin = twins.get(s.name, [])[i:i + 1]
+        twin = twins.get(s.name, [])[i : i + 1]
         if not twin or type(twin[0]) is not type(s):
             continue
         twin, qualname = twin[0], prefix + s.name
         if isinstance(s, ast.ClassDef):
             kept = {ast.dump(t) for t in twin.body}
-            out += [(s, m, qualname) for m in s.body
-                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.dump(m) not in kept]
+            out += [
+                (s, m, qualname)
+                for m in s.body
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.dump(m) not in kept
+            ]
             out += _removed_in(s.body, twin.body, qualname + ".")
         else:
             out += _removed_in(s.body, twin.body, qualname + ".<locals>.")
@@ -274,14 +328,19 @@ def _reordered(source):
 def _reorderable(body, methods):
     names = {m.name for m in methods}
     decorators = [d for m in methods for d in m.decorator_list]
-    if len(names) != len(methods) or not all(isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS
-                                             for d in decorators):
+    if len(names) != len(methods) or not all(
+        isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS for d in decorators
+    ):
         return False
     others = [s for s in body if s not in methods]  # (they keep their order among themselves)
     bound = {n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     bound |= {s.name for s in others if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
-    bound |= {(a.asname or a.name).split(".")[0] for s in others if isinstance(s, (ast.Import, ast.ImportFrom))
-              for a in s.names}
+    bound |= {
+        (a.asname or a.name).split(".")[0]
+        for s in others
+        if isinstance(s, (ast.Import, ast.ImportFrom))
+        for a in s.names
+    }
     read_by_others = _reads(others)
     read_by_methods = _reads([x for m in methods for x in _signature(m)])  # run where the def statement is
     return not (names & (bound | read_by_others | read_by_methods)) and not (read_by_methods & bound)
@@ -360,8 +419,12 @@ def _span_in(body, line, around):
         span = (_first_line(node), node.end_lineno)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str) and first.lineno <= line <= first.end_lineno:
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+                and first.lineno <= line <= first.end_lineno
+            ):
                 return None  # a docstring: doctests and __doc__ read it
             if line <= _header_end(node):  # signature or decorators: they run when the def statement runs
                 return span if around is not None else None

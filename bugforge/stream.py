@@ -2,6 +2,7 @@
 stdin, read its stdout line by line. No new exec (and no new process) per request; this is how the
 warm workbench's test server and the sandbox's persistent shell answer in well under a millisecond of
 transport overhead."""
+
 from __future__ import annotations
 
 import select
@@ -16,16 +17,33 @@ class StreamClosed(Exception):
 
 
 class ExecStream:
-    def __init__(self, container, cmd: list[str], *, env: dict[str, str] | None = None, user: str = "root",
-                 workdir: str | None = None, tty: bool = False):
+    def __init__(
+        self,
+        container,
+        cmd: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        user: str = "root",
+        workdir: str | None = None,
+        tty: bool = False,
+    ):
         api = client().api
         self.tty = tty  # with a terminal, output is one raw stream (no frames) and ^C interrupts
-        self.exec_id = api.exec_create(container.id, cmd, stdin=True, stdout=True, stderr=True, tty=tty,
-                                       environment=env, user=user, workdir=workdir)["Id"]
+        self.exec_id = api.exec_create(
+            container.id,
+            cmd,
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=tty,
+            environment=env,
+            user=user,
+            workdir=workdir,
+        )["Id"]
         sock = api.exec_start(self.exec_id, socket=True, tty=tty)
         self.sock: socket.socket = getattr(sock, "_sock", sock)
         self.sock.setblocking(True)
-        self.buf = b""          # raw, still framed
+        self.buf = b""  # raw, still framed
         self.out = bytearray()  # demultiplexed stdout
         self.err = bytearray()  # demultiplexed stderr
 
@@ -50,7 +68,7 @@ class ExecStream:
             kind, size = self.buf[0], struct.unpack(">I", self.buf[4:8])[0]
             if len(self.buf) < 8 + size:
                 break
-            payload, self.buf = self.buf[8:8 + size], self.buf[8 + size:]
+            payload, self.buf = self.buf[8 : 8 + size], self.buf[8 + size :]
             (self.err if kind == 2 else self.out).extend(payload)
 
     def pending(self) -> int:
@@ -68,7 +86,7 @@ class ExecStream:
             self._fill(timeout)
         i = self.out.index(b"\n")
         line = bytes(self.out[:i])
-        del self.out[:i + 1]
+        del self.out[: i + 1]
         return line
 
     def read_until(self, marker: bytes, timeout: float | None = None) -> bytes:
@@ -77,7 +95,7 @@ class ExecStream:
             self._fill(timeout)
         i = self.out.index(marker)
         data = bytes(self.out[:i])
-        del self.out[:i + len(marker)]
+        del self.out[: i + len(marker)]
         return data
 
     def exit_code(self) -> int | None:

@@ -8,7 +8,7 @@ coverage.py dynamic contexts (one context per test node id). With the coverage m
 context, which files of the repository the project's and the tests' code opened, checked (os.stat,
 os.lstat, os.access: what os.path.exists and Path.is_file use) or listed, and which module names were
 looked up past sys.modules, so a file added, deleted or replaced as a whole is seen only by the tests
-that could notice it (factory.testmap.TestMap.tests_noticing).
+that could notice it (bugforge.testing.testmap.TestMap.tests_noticing).
 
 A lookup run (BUGFORGE_LOOKUPS set, no coverage) records instead which tests looked up each method of
 the project's classes, so removing a method selects the tests that looked it up (TestMap.tests_seeing), and which classes
@@ -38,6 +38,7 @@ slows many tests, none past its own limit, is what the run budget is for: valida
 suite's budget less the baseline time of the tests it leaves out (those cannot see the change), so
 every mode judges the same total.
 """
+
 import abc
 import builtins
 import importlib._bootstrap
@@ -78,7 +79,7 @@ _TOOL_DIRS = [()]  # [_tool_dirs()], set once coverage is imported
 
 def _tool_dirs():
     """Where pytest, pluggy, coverage and this probe live (all imported before any access is noted)."""
-    out = [os.path.abspath(__file__)]
+    out = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
     for mod in ("_pytest", "pluggy", "coverage"):
         m = sys.modules.get(mod)
         if m is not None and getattr(m, "__file__", None):
@@ -154,11 +155,13 @@ def _stat_recorded(fn):
         if not isinstance(path, int):
             _note_path("stat", path)
         return fn(path, *args, **kwargs)
+
     return stat
 
 
 class _Watched:
     """Stands in a class __dict__ for a method: notes each lookup, then gives what the method gives."""
+
     __slots__ = ("method", "key")
 
     def __init__(self, method, key):
@@ -180,6 +183,7 @@ class _Watched:
 
 class _WatchedProperty(_Watched):
     """A property is a data descriptor: so is what stands in for it."""
+
     __slots__ = ()
 
     def __set__(self, obj, value):
@@ -198,9 +202,14 @@ _TEST_FILE_PREFIXES = ("test_", "conftest.py")
 def _watch(cls, filename):
     rel = os.path.relpath(filename, _root)
     name = os.path.basename(filename)
-    if rel.startswith("..") or "site-packages" in rel or name.startswith(_TEST_FILE_PREFIXES) \
-            or name.endswith("_test.py") or type(cls) not in (type, abc.ABCMeta) \
-            or any("__init_subclass__" in vars(b) for b in cls.__mro__[1:] if b is not object):
+    if (
+        rel.startswith("..")
+        or "site-packages" in rel
+        or name.startswith(_TEST_FILE_PREFIXES)
+        or name.endswith("_test.py")
+        or type(cls) not in (type, abc.ABCMeta)
+        or any("__init_subclass__" in vars(b) for b in cls.__mro__[1:] if b is not object)
+    ):
         return
     _seen.setdefault("class:%s:%s" % (rel, cls.__qualname__), set())  # built plainly: nothing read its bases
     abstract = set()
@@ -381,8 +390,9 @@ def pytest_fixture_setup(fixturedef, request):
 
 
 def pytest_runtest_logreport(report):
-    r = _results.setdefault(report.nodeid, {"event": "test", "nodeid": report.nodeid, "outcome": "passed",
-                                            "duration": 0.0, "message": ""})
+    r = _results.setdefault(
+        report.nodeid, {"event": "test", "nodeid": report.nodeid, "outcome": "passed", "duration": 0.0, "message": ""}
+    )
     r["duration"] += report.duration
     wasxfail = hasattr(report, "wasxfail")
     if report.when == "call":
@@ -436,5 +446,13 @@ def pytest_sessionfinish(session, exitstatus):
         if outside:
             import_lines[rel] = outside
     with open(_cov_path, "w") as f:
-        json.dump({"files": files, "import_lines": import_lines, "fixtures": _fixture_users,
-                   "seen": {k: sorted(v) for k, v in _seen.items()}, "order": _order}, f)
+        json.dump(
+            {
+                "files": files,
+                "import_lines": import_lines,
+                "fixtures": _fixture_users,
+                "seen": {k: sorted(v) for k, v in _seen.items()},
+                "order": _order,
+            },
+            f,
+        )
