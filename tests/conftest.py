@@ -1,5 +1,9 @@
 """Shared fixtures. Everything is real: a Docker engine, images, containers, git repositories built
-by the tests, pytest runs inside containers. Nothing here mocks Docker, git or the test runner."""
+by the tests, pytest runs inside containers. Nothing here mocks Docker, git or the test runner.
+
+Helpers are fixtures that return the function (`git_repo`, `write_tree`, `cli`, `make_tiny_model`), so no
+test module imports this file or another test module. Every test whose fixtures reach `engine` is marked
+`docker` here: `pytest -m "not docker"` runs the engine-free tests alone."""
 
 from __future__ import annotations
 
@@ -12,6 +16,14 @@ from pathlib import Path
 import pytest
 
 from bugforge.engine import client
+from bugforge.records import read_jsonl
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark `docker` every test that needs the engine through its fixtures (their closure names `engine`)."""
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.docker)
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +38,7 @@ def base_image(engine) -> str:
     return ensure_base_image("3.11").tag
 
 
-def bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
+def _bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run the real `bugforge` command line, capturing its output."""
     return subprocess.run(
         [sys.executable, "-m", "bugforge.cli", *args],
@@ -38,7 +50,7 @@ def bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) -> 
     )
 
 
-def write_tree(root: Path, files: dict[str, str]) -> Path:
+def _write_tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         p = root / name
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -46,9 +58,9 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def git_repo(root: Path, files: dict[str, str], message: str = "init") -> Path:
+def _git_repo(root: Path, files: dict[str, str], message: str = "init") -> Path:
     """A real git repository with `files` committed."""
-    write_tree(root, files)
+    _write_tree(root, files)
     run = lambda *a: subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True)  # noqa: E731
     if not (root / ".git").exists():
         run("init", "-q", "-b", "main")
@@ -59,65 +71,134 @@ def git_repo(root: Path, files: dict[str, str], message: str = "init") -> Path:
     return root
 
 
-MINI = {
-    "pyproject.toml": """
-        [build-system]
-        requires = ["setuptools>=61"]
-        build-backend = "setuptools.build_meta"
-        [project]
-        name = "mini"
-        version = "0.1"
-        requires-python = ">=3.9"
-        [project.optional-dependencies]
-        test = ["pytest"]
+@pytest.fixture(scope="session")
+def cli():
+    """`cli(*args, env=None, cwd=None, timeout=900)`: the real `bugforge` command line, output captured."""
+    return _bugforge
+
+
+@pytest.fixture(scope="session")
+def write_tree():
+    """`write_tree(root, files)`: writes {path: dedented text} under root; returns root."""
+    return _write_tree
+
+
+@pytest.fixture(scope="session")
+def git_repo():
+    """`git_repo(root, files, message="init")`: a real git repository with `files` committed."""
+    return _git_repo
+
+
+# --- the calc repository: the factory's tests, and the task instances sandbox/agent/training use --------
+
+CALC = {
+    "setup.py": "from setuptools import setup, find_packages\nsetup(name='calc', packages=find_packages())\n",
+    "calc/__init__.py": "",
+    "calc/ops.py": """
+        SCALE = 10
+
+
+        def add(a, b):
+            return a + b
+
+
+        def sub(a, b):
+            return a - b
+
+
+        def scaled(x):
+            return x * SCALE
+
+
+        def countdown(n):
+            while n > 0:
+                n -= 1
+            return n
+
+
+        def sign(x):
+            if x >= 0:
+                return 1
+            else:
+                return -1
         """,
-    "src/mini/__init__.py": """
-        def f(x):
-            y = x + 1
-            return y * 2
-
-
-        def g(x):
-            return x - 1
-
-
-        def h(x):
-            return x * 10
-        """,
-    "tests/test_shared.py": """
+    "tests/test_ops.py": """
         import pytest
 
-        from mini import h
+        from calc.ops import add, countdown, scaled, sign, sub
 
 
         @pytest.fixture(scope="module")
-        def ten():
-            return h(1)
+        def five():
+            return add(2, 3)
 
 
-        def test_uses_ten(ten):
-            assert ten == 10
+        def test_add():
+            assert add(2, 3) == 5
 
 
-        def test_uses_ten_too(ten):
-            assert ten + 1 == 11
-        """,
-    "tests/test_mini.py": """
-        from mini import f, g
+        def test_sub():
+            assert sub(5, 3) == 2
 
 
-        def test_f():
-            assert f(1) == 4
+        def test_scaled():
+            assert scaled(2) == 20
 
 
-        def test_g():
-            assert g(1) == 0
+        def test_countdown():
+            assert countdown(3) == 0
 
 
-        def test_constant():
-            assert 2 + 2 == 4
+        def test_uses_five(five):
+            assert five == 5
+
+
+        def test_sign():
+            assert sign(3) == 1
         """,
 }
+
+
+@pytest.fixture(scope="session")
+def calc_files() -> dict[str, str]:
+    """The calc fixture repository's files (copy before changing them)."""
+    return dict(CALC)
+
+
+@pytest.fixture(scope="module")
+def calc_runs(base_image, tmp_path_factory) -> Path:
+    """runs/ with a real environment record and a few task instances (images included) made by the
+    factory from a small repo: runs/calc/{env.json,testmap.json.gz,instances.jsonl,...}."""
+    from bugforge.factory import build_environment
+    from bugforge.factory.export import export
+    from bugforge.factory.generate import generate
+
+    root = tmp_path_factory.mktemp("sbx")
+    _git_repo(root / "calc", CALC)
+    env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
+    generate(
+        root / "runs" / "calc",
+        max_candidates=6,
+        workers=2,
+        log=lambda m: None,
+        strategies=["op_change", "remove_assign", "change_return"],
+    )
+    assert len(read_jsonl(export(root / "runs" / "calc", limit=2))) == 2
+    return root / "runs"
+
+
+@pytest.fixture(scope="module")
+def instances(calc_runs):
+    return read_jsonl(calc_runs / "calc" / "instances.jsonl")
+
+
+# --- a tiny model ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def make_tiny_model():
+    """`make_tiny_model(path, seed=0)`: a tiny random Llama model and its tokenizer saved at path."""
+    return _make_tiny_model
 
 
 CHAT_TEMPLATE = (
@@ -126,7 +207,7 @@ CHAT_TEMPLATE = (
 )
 
 
-def make_tiny_model(path: Path, seed: int = 0) -> Path:
+def _make_tiny_model(path: Path, seed: int = 0) -> Path:
     """A real (tiny, randomly initialised) Llama model and a tokenizer built here: no hub, no download.
     The tokenizer is byte-level BPE trained on a few lines, with a chat template."""
     import torch

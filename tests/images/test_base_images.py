@@ -9,7 +9,6 @@ import docker.errors
 import pytest
 
 from bugforge.images.build import BASE_REPO, HOST_CA_BUNDLES, ensure_base_image
-from tests.conftest import bugforge
 
 
 def test_engine_answers(engine):
@@ -17,14 +16,14 @@ def test_engine_answers(engine):
     assert engine.version()["ApiVersion"]
 
 
-def test_doctor_green_with_engine(base_image):
-    r = bugforge("doctor")
+def test_doctor_green_with_engine(base_image, cli):
+    r = cli("doctor")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "engine ready" in r.stdout and "FAIL" not in r.stdout
 
 
-def test_doctor_without_engine_diagnoses_and_fails():
-    r = bugforge("doctor", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+def test_doctor_without_engine_diagnoses_and_fails(cli):
+    r = cli("doctor", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     assert r.returncode != 0
     assert "FAIL engine reachable" in r.stdout
     assert "setup-engine.sh" in r.stdout
@@ -50,8 +49,9 @@ def _registry_answers() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _registry_answers(), reason="no container registry answers on this machine")
 def test_base_image_from_registry(engine):
+    if not _registry_answers():  # (asked here, not at collection: `-m "not docker"` must not pull)
+        pytest.skip("no container registry answers on this machine")
     img = ensure_base_image("3.11", source="registry")
     assert img.source == "registry"
     assert engine.containers.run(img.tag, ["git", "--version"], remove=True)
@@ -91,17 +91,17 @@ def test_bootstrap_base_with_injected_ca_bundle_makes_pip_work(engine, base_imag
         engine.images.remove(img.tag, force=True)
 
 
-def test_unknown_base_image_is_one_clear_error(engine):
+def test_unknown_base_image_is_one_clear_error(engine, cli):
     before = {t for i in engine.images.list(name=BASE_REPO) for t in i.tags}
-    r = bugforge("images", "build", "--from", "no-such-registry.invalid/nothing:0")
+    r = cli("images", "build", "--from", "no-such-registry.invalid/nothing:0")
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: base image") and "cannot be pulled" in lines[0]
     assert {t for i in engine.images.list(name=BASE_REPO) for t in i.tags} == before
 
 
-def test_missing_ca_file_is_one_clear_error():
-    r = bugforge("images", "build", "--ca-bundle", "/nonexistent/ca.pem")
+def test_missing_ca_file_is_one_clear_error(cli):
+    r = cli("images", "build", "--ca-bundle", "/nonexistent/ca.pem")
     assert r.returncode == 1
     assert r.stderr.strip() == (
         "error: CA bundle /nonexistent/ca.pem does not exist — pass an existing PEM file"
@@ -109,11 +109,11 @@ def test_missing_ca_file_is_one_clear_error():
     )
 
 
-def test_no_disk_space_is_one_clear_error_and_tags_nothing(engine, tmp_path):
+def test_no_disk_space_is_one_clear_error_and_tags_nothing(engine, tmp_path, cli):
     before = {t for i in engine.images.list(name=BASE_REPO) for t in i.tags}
     bundle = tmp_path / "ca.pem"
     bundle.write_text("# a bundle no image was built with\n")
-    r = bugforge("images", "bootstrap", "--ca-bundle", str(bundle), env={"BUGFORGE_DISK_RESERVE_GB": "1000000"})
+    r = cli("images", "bootstrap", "--ca-bundle", str(bundle), env={"BUGFORGE_DISK_RESERVE_GB": "1000000"})
     assert r.returncode == 1
     assert len(r.stderr.strip().splitlines()) == 1 and "GB free for Docker images" in r.stderr
     assert {t for i in engine.images.list(name=BASE_REPO) for t in i.tags} == before

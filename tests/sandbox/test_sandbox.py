@@ -16,39 +16,10 @@ import pytest
 from bugforge.cli.demo import free_port
 from bugforge.engine import client
 from bugforge.errors import BugforgeError
-from bugforge.factory import build_environment
-from bugforge.factory.export import export
-from bugforge.factory.generate import generate
-from bugforge.records import read_jsonl
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
 from bugforge.sandbox.grader import grade_patch
 from bugforge.sandbox.runtime import OWNER, ROLE, Runtime, SandboxConfig
-from tests.conftest import git_repo
-from tests.test_factory_bugs import CALC
-
-
-@pytest.fixture(scope="module")
-def calc_runs(base_image, tmp_path_factory) -> Path:
-    """runs/ with a real environment record and a few task instances (images included) made by the
-    factory from a small repo: runs/calc/{env.json,testmap.json.gz,instances.jsonl,...}."""
-    root = tmp_path_factory.mktemp("sbx")
-    git_repo(root / "calc", CALC)
-    env, _ = build_environment(str(root / "calc"), out=root / "runs", log=lambda m: None)
-    generate(
-        root / "runs" / "calc",
-        max_candidates=6,
-        workers=2,
-        log=lambda m: None,
-        strategies=["op_change", "remove_assign", "change_return"],
-    )
-    assert len(read_jsonl(export(root / "runs" / "calc", limit=2))) == 2
-    return root / "runs"
-
-
-@pytest.fixture(scope="module")
-def instances(calc_runs):
-    return read_jsonl(calc_runs / "calc" / "instances.jsonl")
 
 
 @pytest.fixture

@@ -13,12 +13,11 @@ from bugforge.factory import build_environment
 from bugforge.factory.recipe import detect
 from bugforge.records import load_env
 from bugforge.testing.testmap import TestMap
-from tests.conftest import MINI, bugforge, git_repo, write_tree
 
 # --- recipe detection, one project shape each -------------------------------------------------
 
 
-def test_recipe_pyproject_with_extras(tmp_path):
+def test_recipe_pyproject_with_extras(tmp_path, write_tree):
     r = detect(
         write_tree(
             tmp_path,
@@ -42,7 +41,7 @@ def test_recipe_pyproject_with_extras(tmp_path):
     assert r.python == "3.13"  # the first buildable version satisfying >=3.12
 
 
-def test_recipe_setup_py_and_setup_cfg(tmp_path):
+def test_recipe_setup_py_and_setup_cfg(tmp_path, write_tree):
     r = detect(
         write_tree(
             tmp_path,
@@ -58,7 +57,7 @@ def test_recipe_setup_py_and_setup_cfg(tmp_path):
     assert r.python == "3.9"
 
 
-def test_recipe_requirements_files_and_dependency_groups(tmp_path):
+def test_recipe_requirements_files_and_dependency_groups(tmp_path, write_tree):
     r = detect(
         write_tree(
             tmp_path,
@@ -74,7 +73,7 @@ def test_recipe_requirements_files_and_dependency_groups(tmp_path):
     assert "pip install -r requirements-dev.txt" in r.install
 
 
-def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path):
+def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path, write_tree):
     r = detect(
         write_tree(
             tmp_path,
@@ -90,7 +89,7 @@ def test_recipe_pytest_ini_addopts_needs_plugins(tmp_path):
     assert r.pytest_args[i + 1] == "addopts=--strict-markers"
 
 
-def test_recipe_src_layout_and_unittest_style(tmp_path):
+def test_recipe_src_layout_and_unittest_style(tmp_path, write_tree):
     r = detect(
         write_tree(
             tmp_path,
@@ -114,8 +113,8 @@ def out(tmp_path_factory):
     return tmp_path_factory.mktemp("runs")
 
 
-def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out):
-    repo = git_repo(tmp_path / "mini", MINI)
+def test_env_end_to_end_with_coverage_map_and_reuse(base_image, tmp_path, out, git_repo, mini_files):
+    repo = git_repo(tmp_path / "mini", mini_files)
     rec, reused = build_environment(str(repo), out=out, log=lambda m: None)
     assert not reused
     assert set(rec.tests) == {
@@ -205,7 +204,7 @@ NOTICING = {
 }
 
 
-def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, out):
+def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, out, git_repo):
     """The probe records what each test opens, checks, lists and imports: a file added, deleted or
     replaced is seen only by those tests; what ran at import or collection time decides nothing."""
     from bugforge.testing.selection import selection_for
@@ -231,8 +230,8 @@ def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, ou
     assert selection_for({}, m, passing, {"config.txt": "deleted"}) is None
 
 
-def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out):
-    files = dict(MINI)
+def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out, git_repo, mini_files):
+    files = dict(mini_files)
     files["tests/test_flaky.py"] = """
         import sys
 
@@ -247,8 +246,8 @@ def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out):
     assert "tests/test_flaky.py::test_depends_on_the_tracer" not in rec.passing
 
 
-def test_failing_install_names_the_step(base_image, tmp_path, out):
-    files = dict(MINI)
+def test_failing_install_names_the_step(base_image, tmp_path, out, git_repo, mini_files):
+    files = dict(mini_files)
     files["requirements-test.txt"] = "this-package-does-not-exist-bugforge==0.0.1\n"
     repo = git_repo(tmp_path / "badinstall", files)
     with pytest.raises(BugforgeError) as e:
@@ -258,8 +257,8 @@ def test_failing_install_names_the_step(base_image, tmp_path, out):
     assert not (out / "badinstall" / "env.json").exists()
 
 
-def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path, out):
-    files = dict(MINI)
+def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path, out, git_repo, mini_files):
+    files = dict(mini_files)
     files["pytest.ini"] = "[pytest]\naddopts = -p bugforge_no_such_plugin\n"
     repo = git_repo(tmp_path / "noplugin", files)
     rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
@@ -268,8 +267,8 @@ def test_addopts_plugin_that_cannot_install_is_neutralised(base_image, tmp_path,
     assert any("neutralised" in n for n in rec.recipe.notes)
 
 
-def test_hypothesis_is_seeded_so_every_run_tries_the_same_examples(base_image, tmp_path, out):
-    files = dict(MINI)
+def test_hypothesis_is_seeded_so_every_run_tries_the_same_examples(base_image, tmp_path, out, git_repo, mini_files):
+    files = dict(mini_files)
     files["requirements-test.txt"] = "hypothesis\n"
     files["tests/test_prop.py"] = """
         import hypothesis.core
@@ -304,35 +303,36 @@ def test_hypothesis_is_seeded_so_every_run_tries_the_same_examples(base_image, t
         (["pypi:nonsense"], "is not of the form pypi:NAME==VERSION"),
     ],
 )
-def test_bad_input_is_one_clear_line(base_image, tmp_path, args, expect):
-    repo = git_repo(tmp_path / "r", MINI)
+def test_bad_input_is_one_clear_line(base_image, tmp_path, args, expect, cli, git_repo, mini_files):
+    repo = git_repo(tmp_path / "r", mini_files)
     empty = git_repo(
         tmp_path / "empty",
         {"README.md": "nothing here\n", "setup.py": "from setuptools import setup\nsetup(name='e')\n"},
     )
     hang = git_repo(
-        tmp_path / "hang", {**MINI, "tests/test_hang.py": "import time\n\ndef test_forever():\n    time.sleep(3600)\n"}
+        tmp_path / "hang",
+        {**mini_files, "tests/test_hang.py": "import time\n\ndef test_forever():\n    time.sleep(3600)\n"},
     )
     args = [a.format(repo=repo, empty=empty, hang=hang) for a in args]
-    r = bugforge("factory", "env", *args, "--out", str(tmp_path / "out"))
+    r = cli("factory", "env", *args, "--out", str(tmp_path / "out"))
     assert r.returncode == 1, r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], r.stderr
     assert not list((tmp_path / "out").glob("*/env.json"))  # nothing cached as good
 
 
-def test_the_environment_never_lands_on_its_source(base_image, tmp_path):
+def test_the_environment_never_lands_on_its_source(base_image, tmp_path, cli, git_repo, mini_files, write_tree):
     """--out whose environment directory would be the source repository is refused before anything is
     written; an --out inside a plain (non-git) source directory is left out of its snapshot."""
-    repo = git_repo(tmp_path / "r", MINI)
-    r = bugforge("factory", "env", str(repo), "--out", str(tmp_path))
+    repo = git_repo(tmp_path / "r", mini_files)
+    r = cli("factory", "env", str(repo), "--out", str(tmp_path))
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1 and "would hold the source" in lines[0], r.stderr
     assert (
         subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo, capture_output=True, text=True).stdout
         == ""
     )
-    plain = write_tree(tmp_path / "plain", MINI)
+    plain = write_tree(tmp_path / "plain", mini_files)
     build_environment(str(plain), out=plain / "runs", log=lambda m: None)
     rec, reused = build_environment(str(plain), out=plain / "runs", log=lambda m: None)  # runs/ is there now
     tracked = subprocess.run(["git", "ls-files"], cwd=rec.repo_dir, capture_output=True, text=True).stdout.split()

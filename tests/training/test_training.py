@@ -14,14 +14,12 @@ import pytest
 from bugforge.errors import BugforgeError
 from bugforge.training import GRPOTrainConfig, SFTTrainConfig, load_config
 from bugforge.training.sft import IGNORE, masked_loss, tokenize_conversation, train_sft
-from tests.conftest import make_tiny_model
-from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
 
 ECHO = "```bash\necho fixed > NOTES.txt\n```"
 SUBMIT = "```bash\nsubmit\n```"
 
 
-def primed_tiny_model(path: Path, instance: dict):
+def primed_tiny_model(make_tiny_model, path: Path, instance: dict):
     """A tiny random model, then a few SFT steps so that its first reply to the task is one of two
     actions (write a file / submit): sampled episodes then differ, and so do their graded rewards."""
     from bugforge.agent.model import load
@@ -42,7 +40,7 @@ def primed_tiny_model(path: Path, instance: dict):
 
 
 @pytest.fixture(scope="module")
-def easy_instance(instances):  # noqa: F811
+def easy_instance(instances):
     """A crafted easy task from a real instance: its FAIL_TO_PASS test already passes in the image, so
     any patch that applies resolves it and an empty one does not — rewards then vary within a group."""
     inst = copy.deepcopy(instances[0])
@@ -52,12 +50,12 @@ def easy_instance(instances):  # noqa: F811
     return inst
 
 
-def test_grpo_two_steps_then_resume(easy_instance, tmp_path):
+def test_grpo_two_steps_then_resume(easy_instance, tmp_path, make_tiny_model):
     import torch
 
     from bugforge.training.grpo import train_grpo
 
-    tok, model = primed_tiny_model(tmp_path / "tiny", easy_instance)
+    tok, model = primed_tiny_model(make_tiny_model, tmp_path / "tiny", easy_instance)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     cfg = GRPOTrainConfig(
         num_generations=4,
@@ -109,7 +107,7 @@ def test_grpo_two_steps_then_resume(easy_instance, tmp_path):
     assert [json.loads(l)["step"] for l in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
 
 
-def test_sft_loss_only_on_assistant_tokens(tmp_path):
+def test_sft_loss_only_on_assistant_tokens(tmp_path, make_tiny_model):
     import torch
 
     from bugforge.agent.model import load
@@ -169,7 +167,7 @@ def test_config_keys_are_checked(tmp_path):
         ("bad_key", "unknown config key(s) learnin_rate"),
     ],
 )
-def test_bad_input_stops_before_compute(instances, tmp_path, case, expect):  # noqa: F811
+def test_bad_input_stops_before_compute(instances, tmp_path, case, expect):
     ds = tmp_path / "ds.jsonl"
     rows = copy.deepcopy(instances)
     if case == "missing_images":

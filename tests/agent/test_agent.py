@@ -21,8 +21,6 @@ from bugforge.errors import BugforgeError
 from bugforge.records import Turn, read_jsonl
 from bugforge.sandbox.evaluate import evaluate, find_environments
 from bugforge.sandbox.runtime import Runtime, SandboxConfig
-from tests.conftest import make_tiny_model
-from tests.test_sandbox import calc_runs, instances  # noqa: F401  (fixtures)
 
 # --- parsing ----------------------------------------------------------------------------------
 
@@ -60,7 +58,7 @@ def test_tool_call_parsing():
 
 
 @pytest.fixture
-def session(instances):  # noqa: F811
+def session(instances):
     rt = Runtime(SandboxConfig(owner="pytest-agent"))
     s = rt.create(instances[0]["image"])
     yield s
@@ -115,7 +113,7 @@ class Scripted:
         return Turn(content=r)
 
 
-def test_limits_end_episodes_with_the_right_reason(session, instances):  # noqa: F811
+def test_limits_end_episodes_with_the_right_reason(session, instances):
     inst = instances[0]
     t = run_episode(inst, Scripted(["```bash\necho hi\n```"]), session, AgentConfig(max_steps=3))
     assert t.exit_reason == "max_steps" and len(t.turns) == 3 and t.steps[0]["output"] == "exit code: 0\nhi\n"
@@ -132,7 +130,7 @@ def test_limits_end_episodes_with_the_right_reason(session, instances):  # noqa:
     assert t.exit_reason == "submitted" and "interrupted" in t.steps[0]["output"]
 
 
-def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
+def test_oracle_in_both_formats_resolves(session, instances):
     from bugforge.sandbox.grader import grade_patch
 
     inst = instances[0]
@@ -145,7 +143,7 @@ def test_oracle_in_both_formats_resolves(session, instances):  # noqa: F811
 # --- a real model server that dies mid-run; resume --------------------------------------------------
 
 
-def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F811
+def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_model):
     model = make_tiny_model(tmp_path / "tiny")
     port = free_port()
     server = subprocess.Popen(
@@ -222,7 +220,7 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path):  # noqa: F8
 # --- our evaluator == the official harness ----------------------------------------------------------
 
 
-def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):  # noqa: F811
+def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     """Both of our isolation modes (warm: a shared guarded container of the environment image running
     only the tests that can see the change; fresh: a container of the instance image per prediction)
     give the official harness's id lists."""

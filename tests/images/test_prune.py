@@ -10,7 +10,6 @@ import uuid
 import docker.errors
 
 from bugforge.engine import LABEL
-from tests.conftest import bugforge
 
 
 def _instance_image(engine, base: str, tag: str) -> str:
@@ -32,7 +31,7 @@ def _exists(engine, tag: str) -> bool:
         return False
 
 
-def test_prune_removes_only_unreferenced_images(engine, base_image, tmp_path):
+def test_prune_removes_only_unreferenced_images(engine, base_image, tmp_path, cli):
     name = f"prunetest{uuid.uuid4().hex[:8]}"
     keep, drop, busy = (f"bugforge/task.{name}:{k}-0123456789" for k in ("keep", "drop", "busy"))
     made, containers = [], []
@@ -57,12 +56,12 @@ def test_prune_removes_only_unreferenced_images(engine, base_image, tmp_path):
             assert all(_exists(engine, t) for t in (keep, drop, busy, base_image))
             stopped.reload()
 
-        r = bugforge("images", "prune", "--runs", str(runs), "--runs", str(tmp_path / "nope"), "--only", name)
+        r = cli("images", "prune", "--runs", str(runs), "--runs", str(tmp_path / "nope"), "--only", name)
         assert r.returncode == 1
         assert r.stderr.startswith("error: ") and "nope" in r.stderr and len(r.stderr.strip().splitlines()) == 1
         everything_there()
 
-        r = bugforge("images", "prune", "--runs", str(runs), "--dry-run")  # every bugforge image: nothing goes
+        r = cli("images", "prune", "--runs", str(runs), "--dry-run")  # every bugforge image: nothing goes
         assert r.returncode == 0, r.stderr
         assert f"would remove image {drop} (" in r.stdout
         assert f"would remove container {stopped.name} ({drop}, created)" in r.stdout
@@ -71,7 +70,7 @@ def test_prune_removes_only_unreferenced_images(engine, base_image, tmp_path):
         assert "would reclaim at least" in r.stdout
         everything_there()
 
-        r = bugforge("images", "prune", "--runs", str(runs), "--only", name)
+        r = cli("images", "prune", "--runs", str(runs), "--only", name)
         assert r.returncode == 0, r.stderr
         assert f"removed image {drop} (" in r.stdout and f"removed container {stopped.name} " in r.stdout
         assert f"skipped image {busy}: in use by container" in r.stdout and "reclaimed " in r.stdout
