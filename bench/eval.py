@@ -1,15 +1,12 @@
-"""Our evaluator against the official SWE-bench harness, side by side on the same dataset and
-predictions: prints both resolved sets (must be identical) and wall seconds per instance for each.
+"""bugforge's evaluator (warm and fresh) against the official SWE-bench harness, on the same dataset and
+predictions: prints the three resolved sets (must be identical) and wall seconds for each.
 
-Predictions, by instance index: the gold patch; a wrong fix (another instance's bug added on top, so
-code changes and tests fail); a no-op patch (a new text file). Resolved and unresolved outcomes are
-both exercised, and only a third of the predictions leave the tree as the baseline's.
+Predictions, by instance index: the gold patch; a wrong fix (another instance's bug on top); a no-op
+patch (a new text file), so resolved and unresolved outcomes are both exercised.
 
-Three evaluators: bugforge warm (the default: a guarded warm container of the environment image per
-worker, only the tests that can see the change), bugforge fresh (a fresh container of the instance
-image per prediction, as the official harness does) and the official harness.
+    python bench/eval.py --dataset runs/textkit/instances.jsonl --n 51 --workers 4
 
-    python bench/eval.py --dataset runs/textkit/instances.jsonl --n 50 --workers 4
+Figures: docs/figures.md, "Evaluator vs the official harness".
 """
 
 from __future__ import annotations

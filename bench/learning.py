@@ -1,9 +1,10 @@
 """CPU learning check (not a timed test): GRPO on SmolLM2-135M-Instruct over an easy curriculum of
-factory tasks (single-line bugs), against the same run with learning rate 0 and the same seeds.
-Prints both reward curves (per step: mean reward, resolve rate, share of filtered episodes) and the
-difference. Whatever comes out is the honest figure: a 135M model rarely fixes anything.
+factory tasks (single-line bugs), against the same run with learning rate 0 and the same seeds. Prints
+both reward curves (mean reward, resolve rate, filtered share per step) and their difference.
 
-    python bench/learning.py --dataset runs/textkit/instances.jsonl --steps 4 --generations 4
+    python bench/learning.py --dataset runs/textkit/instances.jsonl --tasks 3 --steps 3 --generations 2
+
+Figures: docs/figures.md, "Learning check".
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
-"""Sandbox latency and capacity, side by side in one run, on one task-instance image:
+"""Sandbox latency and capacity, side by side on one task-instance image: (a) `docker exec` per command
+(what mini-swe-agent does), (b) bugforge's runtime in-process, (c) bugforge's HTTP service through the
+client, (d) SWE-ReX `run_in_session` when `pip install swe-rex` works (its server in the same image, on
+the host network); plus session start (cold vs warm pool) and concurrent sessions.
 
-  (a) raw `docker exec` per command (what mini-swe-agent does)
-  (b) bugforge's runtime in-process (persistent shell over an open exec stream)
-  (c) bugforge's HTTP service (uvicorn on loopback) through the Python client
-  (d) SWE-ReX `run_in_session`, when `pip install swe-rex` works here (its server runs inside the
-      same image, on the host network because this engine has no bridge)
-plus session start (cold container vs warm pool) and how many concurrent sessions all answer.
+    python bench/sandbox.py --n 200 [--image bugforge/task.textkit:...] [--sessions 64]
 
-    python bench/sandbox.py --image bugforge/task.textkit:... [--n 300] [--sessions 64]
+Figures: docs/figures.md, "Sandbox".
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
-"""An experiment for issue 4's 10x target (not part of validation): could validation skip the tests after
-a changed function's tests, soundly, by checking that the state those tests can read came out the same?
+"""An experiment outside validation: could validation skip the tests after a changed function's tests
+by checking that the state those tests can read came out the same?
 
-The default today runs every test after the first one that ran a changed line (what the changed code
-built can reach any later test), which is 55-88% of a suite's test time. The rule measured here, "state
-check at file ends": run the test files that hold a test that ran a changed line, each from a snapshot
-of the baseline just before that file (a fork server would keep one per file); at the end of such a file,
-fingerprint the state later tests could read (bench/statefp.py) and compare it with the baseline's at the
-same point. Equal: later files see what they saw at baseline, so until the next file with such a test
-they need not run. Different: the next file runs too, and so on.
+The rule measured ("state check at file ends"): run the test files that hold a test which ran a changed
+line, each from a snapshot of the baseline before that file; at each such file's end, fingerprint the
+state later tests could read (bench/statefp.py) and compare it with the baseline's; where equal, skip
+ahead to the next such file. This script measures what the rule would cost and whether it would be
+exact, without building it: the whole suite once per candidate in a fresh container with the
+fingerprinting plugin (twice at baseline, to see which file ends reproduce), then host-side, which
+files the rule would run and whether any test it would skip changed outcome.
 
-This script measures what that rule would cost and whether it would be exact, without building it: it
-runs the whole suite once per candidate in a fresh container with the fingerprinting plugin (and twice
-at baseline, to see which file ends fingerprint the same in two processes), then decides host-side which
-files the rule would run and checks that no test it would skip changed outcome in the full run.
+    python bench/state_skip.py --repo pypi:jsonschema==4.21.1 --candidates 20
 
-    python bench/state_skip.py --repo pypi:jsonschema==4.21.1 --candidates 40
-
-Measured (README, "Figures"): fingerprints reproduce across processes, but cost ~0.75 s each on
-jsonschema (95,000 objects), and after mutated code runs the state differs at almost every file end
-(caches: inspect's module maps, ABC caches, the referencing registries), so the rule runs more of the
-suite than the default's every-later-test rule. It is not used by validation.
+Results and why the rule is not used: docs/figures.md, "State checks at file ends".
 """
 
 from __future__ import annotations

@@ -3,17 +3,12 @@ test file (after its module fixtures are torn down) it fingerprints the state la
 and writes one JSON line per file and one per test outcome to $STATEFP_OUT.
 
 The state: everything reachable from every imported module (but pytest's, pluggy's, coverage's and
-bugforge's own) and from the values of fixtures still set up (session and package scope), walked
-structurally (values, containers in order, sets sorted, instances by their __dict__ and slots, threads
-by name and liveness (their idents are addresses), functions
-by their defaults, closures and __dict__ but not their code, which is the change itself, weak
-references by their referents; a class or function reached from another module than its own by its
-name, walked there), so two processes that
-built the same state get the same fingerprint whatever addresses their objects have. Not seen: state
-inside C objects that exposes no references (a C extension's internals), files, the environment of
-the process outside os.environ. Left out as unable to change behaviour (SKIP_ATTRS): linecache, the re
-module's compiled patterns, the exception pytest keeps in sys.last_*, tempfile's name generator (a
-forked process reseeds it), logging's start time, the standard streams (pytest's capture).
+bugforge's) and from session- and package-scoped fixture values, walked structurally so that the same
+state gives the same fingerprint in another process whatever its addresses. Functions count by their
+defaults, closures and __dict__, not their code (the change itself). Not seen: state inside C objects
+that exposes no references, files, the process environment outside os.environ. Left out as unable to
+change behaviour (SKIP_ATTRS): linecache, re's compiled patterns, sys.last_*, tempfile's name generator
+(a forked process reseeds it), logging's start time, the standard streams (pytest's capture).
 
 Runs under the image's Python (3.9+); imports nothing of bugforge's.
 """

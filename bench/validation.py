@@ -1,15 +1,13 @@
-"""Validation cost, side by side: bugforge's default (coverage-selected tests in a warm container with a
-forking test server) against SWE-smith's way (`--validation full`: a fresh container and the whole
-suite per candidate), on the same candidates of a real repository, in one run.
+"""Validation cost, side by side: bugforge's default (`selected`) against SWE-smith's way (`full`: a
+fresh container and the whole suite per candidate), on the same candidates of a real repository.
 
-Prints whether the two label every candidate identically, and CPU-seconds and wall-seconds per valid
-instance for each, with the ratio. CPU is the whole machine's busy time (/proc/stat), so the Docker
-daemon, container start-up (the default's warm container and its preload too) and the tests themselves
-all count. It also prints the share of the suite's test time the default's selections must run: the
-bound on what choosing tests alone can save, whatever the runner.
+Prints whether both label every candidate identically, CPU-seconds (the whole machine's busy time,
+/proc/stat: daemon, container start-up and tests all count) and wall-seconds per valid instance, their
+ratio, and the shares of the suite's test time the selections must run (see test_time_shares).
 
-    python bench/validation.py --repo pypi:python-dateutil==2.9.0.post0 \
-        --recipe bench/recipes/python-dateutil.json --candidates 60
+    python bench/validation.py --repo pypi:jsonschema==4.21.1 --candidates 40
+
+Figures: docs/figures.md, "Validation cost".
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ class TestRun:
     running: str | None = None
     """The test that was running when the run was killed, if any."""
     limit: float | None = None
-    """The CPU-seconds limit that test ran past, when that is what ended the run (factory/probe.py)."""
+    """The CPU-seconds limit that test ran past, when that is what ended the run (the probe enforces it)."""
     budget: float | None = None
     """The wall-seconds budget the run's tests ran past together, when that is what ended the run."""
     wall: float = 0.0
@@ -173,7 +173,7 @@ class TestRun:
 @dataclass
 class TestLimits:
     """CPU-seconds one test may take (setup and teardown included), and wall-seconds a run's tests may
-    take together, before the run counts as a timeout (factory/probe.py watches; factory/validate.py
+    take together, before the run counts as a timeout (the probe watches; factory/validate.py
     sets them)."""
 
     __test__ = False  # not a pytest test class

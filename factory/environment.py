@@ -150,7 +150,7 @@ def baseline(
     image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900, log: Log = print
 ) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
-    Then once more watching method lookups (factory/probe.py): what decides a removed method."""
+    Then once more watching method lookups (docs/environments.md, "Lookup map")."""
     seed_hypothesis(image, recipe, log)
     results: list[TestRun] = []
     raw_cov = None
@@ -207,10 +207,8 @@ def _plugin_missing(run: TestRun) -> bool:
 
 
 def seed_hypothesis(image: str, recipe: Recipe, log: Log = print) -> None:
-    """Hypothesis draws new random examples in every run unless it is seeded, so a bug its property tests
-    catch in one run may pass in the next: a FAIL_TO_PASS label (and an instance's evaluation) would
-    depend on chance. Where the environment has Hypothesis, every run (baseline, both validation modes,
-    warm grading and the exported eval_script, which all take recipe.pytest_args) gets the same seed."""
+    """Where the image has Hypothesis, add `--hypothesis-seed=0` to recipe.pytest_args, which every run
+    takes (baseline, validation, warm grading, the eval_script): docs/environments.md, "Baseline"."""
     if any(a.startswith("--hypothesis-seed") for a in recipe.pytest_args):
         return
     probe = "import importlib.util as u; print(u.find_spec('hypothesis') is not None)"

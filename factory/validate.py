@@ -1,15 +1,10 @@
 """Validation: run a candidate bug against the tests and label it.
 
-Default (`selected`): a warm container per worker (bugforge.testing.testrun.Workbench) applies the patch, runs
-only the tests whose coverage touches the changed lines (for a line no test ran, such as an `else:` or
-a branch never taken: the tests that ran its statement; for a signature that only changes a literal
-default: the tests that ran the function's body), and restores the tree. Where coverage cannot
-decide (a changed line runs at import time, or sits at module or class level, in a signature, a
-decorator or a docstring), the whole suite runs in the same warm container (`suite`). Where it
-decides, the run goes to a second test server that has collected the suite once: it swaps the changed
-function bodies into the live functions instead of importing and collecting again (factory/zygote.py).
-`full` does what SWE-smith does: a fresh container and the whole suite for every candidate. Both
-produce the same labels; `bench/validation.py` checks that and measures the difference in cost."""
+`selected` (default): a warm container per worker (bugforge.testing.testrun.Workbench) runs only the
+tests that can see the change (bugforge.testing.selection), or the whole suite where the maps cannot
+decide, and restores the tree. `full` (SWE-smith's way): a fresh container and the whole suite per
+candidate. Both give the same labels (`bench/validation.py` checks it and measures the cost).
+Modes, limits and labels: docs/bugs.md; which tests run: docs/test-selection.md."""
 
 from __future__ import annotations
 
@@ -27,11 +22,8 @@ MODES = ("selected", "full")
 
 
 def test_limits(env: EnvRecord, floor: float = 10.0) -> TestLimits:
-    """CPU-seconds each test may take before the candidate counts as a timeout (factory/probe.py): ten
-    times the test's own baseline time, and never under `floor`. A limit of the test alone gives the
-    same label in every mode, whichever tests a mode runs (a run's total time depends on how many tests
-    it runs; one test's does not); and one of its own finds a hang in a fast test in seconds even where
-    the suite has a test that takes minutes."""
+    """CPU-seconds each test may take before the candidate counts as a timeout: ten times the test's
+    own baseline time, never under `floor` (docs/bugs.md, "Limits")."""
     return TestLimits(floor, {t: round(10 * o.duration, 1) for t, o in env.tests.items() if 10 * o.duration > floor})
 
 

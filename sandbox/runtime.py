@@ -4,7 +4,7 @@ client (sandbox/client.py) offers, so an agent or trainer switches between them 
 A session is one container from a task-instance image (or any image with the repo at /testbed):
 network none, memory/CPU/pids limits, a non-root user where the image has one, labelled so orphans can
 be found. Commands go to a persistent shell (sandbox/shell.py); file operations go through a separate
-exec as the session's user, confined to the workspace (sandbox/files.py)."""
+exec as the session's user, confined to the workspace (bugforge/incontainer/files.py). See docs/sandbox.md."""
 
 from __future__ import annotations
 

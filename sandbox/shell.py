@@ -2,10 +2,8 @@
 variables, functions) survives between commands, a command costs one write and one read on an open
 socket, and a command that runs too long is interrupted with ^C like a person would — the shell
 stays. If ^C does not stop it, the session's other processes are killed; if even that fails, or the
-command starved for processes (a fork bomb's jobs holding the pids limit), every process in the
-container is killed (a restart: the filesystem stays) and a new shell starts. Job control is off
-(`set +m`): a background job that ends during a later command is not announced ("[1]+ Done ...") in
-that command's output."""
+command starved for processes, the container's processes are all killed (files stay) and a new shell
+starts. Job control is off (`set +m`). See docs/sandbox.md."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""TestMap: which tests execute which source lines, from coverage.py dynamic contexts (one context per
-test, one per fixture wider than a test). Validation asks it which tests can see a change, and whether
-coverage can decide at all (a line that runs at import time can affect every test).
-
-It also holds what the probe saw each test open, check, list and import, to say which tests can notice
-a file added, deleted or replaced as a whole (a notes file, a reproduction script, a data file), and,
-from a separate lookup run, which tests looked up each method of the project's classes, to say which
-tests can notice a method removed.
+"""TestMap: the baseline's maps (coverage per test and wide fixture, import-time lines, test order,
+file accesses, method lookups) and the rules that say which tests can see a change; None from a rule
+means the map cannot decide. The rules and their limits: docs/test-selection.md.
 
 Stored as gzip'd JSON: the contexts once, then per file and line the indices of the contexts that ran it.
 """
@@ -68,7 +63,7 @@ class TestMap:
     lookups: dict[str, list[int]] | None = None
     """"FILE:CLASS.NAME" -> indices into `contexts` of the tests that looked that method up (on its class,
     an instance or a subclass; -1: outside any test), for every method the lookup run watched (see
-    factory/probe.py). None: a map made without a lookup run (then no removed method is decided)."""
+    docs/probe.md). None: a map made without a lookup run (then no removed method is decided)."""
     unwatched: list[str] = field(default_factory=list)
     """Tests the lookup run did not see as the baseline did (another outcome, or not run): every
     removed method selects them."""
@@ -136,11 +131,8 @@ class TestMap:
         return out
 
     def tests_noticing(self, path: str) -> set[str] | None:
-        """Tests that could notice `path` being added, deleted or replaced as a whole: those that opened
-        or checked it, listed its directory, or (for something importable) looked up a module of its
-        name. None when that happened outside any test (at import or collection time: every test could
-        depend on it), when the name is one that pytest, the import system or the packaging tools look
-        for by themselves, or when this map did not record file accesses."""
+        """Tests that could notice `path` being added, deleted or replaced as a whole (and every later
+        test); None when the map cannot decide (docs/test-selection.md, "Whole files")."""
         name = path.rsplit("/", 1)[-1]
         if self.seen is None or name in UNDECIDABLE_NAMES or name.endswith(UNDECIDABLE_SUFFIXES) or '"' in path:
             return None  # (a quoted path: git wrote a name this map would not match)
@@ -154,8 +146,7 @@ class TestMap:
         return self._noticed(keys)
 
     def _noticed(self, keys: list[str]) -> set[str] | None:
-        """The tests recorded under `keys`, and every test that ran after the first of them: what one
-        test read may live on in a cache that later tests use without reading it again."""
+        """The tests recorded under `keys`, and every test that ran after the first of them."""
         out: set[str] = set()
         for key in keys:
             indices = self.seen.get(key, ())
@@ -178,30 +169,11 @@ class TestMap:
         root: Path | None = None,
         removals: bool = True,
     ) -> set[str] | None:
-        """Tests that can see a change of `lines` (old side) of `path`; None when coverage cannot decide.
-        A line some test ran: the tests that ran it. A line that ran at import time: None. A line that
-        never ran (an `else:`, a blank line, a comment, a branch no test takes), given the file's
-        `source`: the tests that ran any line of the innermost statement around it inside a function
-        body; with `new_source` too, for a blank line below a function whose body alone changed (lines
-        inserted at its end), the tests that ran any line of that body (see gap_body). A run that
-        behaves differently because of a change first reaches a changed statement, and reaching a
-        statement runs at least one of its lines, so no other test can, but for what that code left
-        behind for later tests (see _and_later: every test after the first one is selected too). None
-        for lines at
-        module or class level, in a signature or decorator, or in a docstring (doctests and `__doc__`
-        read those), and when that statement ran at import time.
-        With `new_source` (the file after the change), a function signature whose only change is a
-        literal default value (`window=3` -> `window=4`) counts as a change of the function's body: a
-        default is read only when the function is called (see literal_default_changes). And when the
-        change only reorders methods in their classes (see moved_methods), a method the diff touches
-        counts as a change of its body even where that body ran at import: the same code ran, so it
-        built the same; only its line numbers differ, which the tests that run it can see. When the
-        change only removes methods from classes (see removed_methods), the tests that looked one up
-        in the lookup run (`lookups`) can see it: a run that behaves differently first fails to find
-        it (and, as for any change, every test after the first one: see _and_later). When
-        it only removes bases of module-level classes (see removed_bases), given the checkout's `root`:
-        the tests that ran a statement naming one of those classes (see _naming). `removals=False` leaves
-        both rules out (for changes nobody vouches for: see sandbox/envgrader.py)."""
+        """Tests that can see a change of `lines` (old-side numbers) of `path`; None when the map cannot
+        decide. `source` / `new_source`: the file before / after the change (lines no test ran, literal
+        defaults, reordered or removed methods, removed bases need them); `root`: the baseline checkout
+        (removed bases); `removals=False` leaves the removed-method and removed-base rules out (warm
+        grading). The rules, in order, and their limits: docs/test-selection.md, "Changed lines"."""
         covered = self.files.get(path, {})
         imported = self.import_lines.get(path, set())
         lines, spans, moved = set(lines), [], []
@@ -243,19 +215,16 @@ class TestMap:
         return self._and_later(out)
 
     def _and_later(self, out: set[str] | None) -> set[str] | None:
-        """`out` and every test that ran after the first of them (in the coverage run's order): what the
-        changed code built in one test (a cache, a memo, an instance registry, a file) may reach any
-        later test, through any module, without that test running the changed code; a test that ran
-        before it cannot have seen it. (The rule TestMap.tests_noticing applies to whole files.)"""
+        """`out` and every test that ran after the first of them, in the coverage run's order
+        (docs/test-selection.md, rule 8)."""
         if not out or not self.order:
             return out
         first = min((i for i, t in enumerate(self.order) if t in out), default=len(self.order))
         return out | set(self.order[first + 1 :])
 
     def _looking_up(self, path: str, removed) -> set[str] | None:
-        """The tests that looked up any of the `removed` methods of `path`; None when the lookup run did
-        not watch one, or something looked one up outside any test (a class body, a decorator, an
-        import-time call: every test could depend on what it built)."""
+        """The tests that looked up any of the `removed` methods of `path`, the unwatched tests and every
+        later test; None when one was not watched or was looked up outside any test (rule 6)."""
         out: set[str] = set()
         for r in removed:
             indices = (self.lookups or {}).get(f"{path}:{r.key}")
@@ -265,12 +234,9 @@ class TestMap:
         return self._and_later(out | set(self.unwatched))
 
     def _naming(self, root: Path | None, path: str, names: list[str]) -> set[str] | None:
-        """The tests that ran a statement, in any file that ran, naming one of the classes `names` of
-        `path`: holding a class or an instance of it takes one, unless a statement at import time named
-        it (then None: it may live on anywhere). None too when the lookup run did not see each class
-        built plainly (a metaclass or an __init_subclass__ could have read its bases), and without the
-        checkout. Not followed: a name built at run time (getattr with a computed string), one read
-        from a data file, and classes found through __subclasses__(), vars() or the garbage collector."""
+        """The tests that ran a statement naming one of the classes `names` of `path`, and every later
+        test; None when a statement at import time names one, a class was not built plainly, or
+        without the checkout `root` (rule 7)."""
         if root is None or any(f"{path}:{n}" not in self.plain_classes for n in names):
             return None
         out: set[str] = set()
