@@ -18,7 +18,7 @@ from bugforge.agent.run import run_dataset
 from bugforge.agent.tools import Editor, FormatError, parse_text, parse_tool_calls
 from bugforge.cli.demo import free_port
 from bugforge.errors import BugforgeError
-from bugforge.records import Turn, read_jsonl
+from bugforge.records import read_jsonl
 from bugforge.sandbox.evaluate import evaluate, find_environments
 from bugforge.sandbox.runtime import Runtime, SandboxConfig
 
@@ -99,33 +99,19 @@ def test_editor_operations_and_errors(session):
 # --- limits ------------------------------------------------------------------------------------
 
 
-class Scripted:
-    """A SCRIPTED policy for testing the loop's limits: replies from a fixed list, forever."""
-
-    model = "scripted-test-policy"
-
-    def __init__(self, replies):
-        self.replies, self.i = replies, 0
-
-    def complete(self, messages, tools=None):
-        r = self.replies[self.i % len(self.replies)]
-        self.i += 1
-        return Turn(content=r)
-
-
-def test_limits_end_episodes_with_the_right_reason(session, instances):
+def test_limits_end_episodes_with_the_right_reason(session, instances, scripted):
     inst = instances[0]
-    t = run_episode(inst, Scripted(["```bash\necho hi\n```"]), session, AgentConfig(max_steps=3))
+    t = run_episode(inst, scripted(["```bash\necho hi\n```"]), session, AgentConfig(max_steps=3))
     assert t.exit_reason == "max_steps" and len(t.turns) == 3 and t.steps[0]["output"] == "exit code: 0\nhi\n"
-    t = run_episode(inst, Scripted(["I think the bug is here."]), session, AgentConfig(max_format_errors=2))
+    t = run_episode(inst, scripted(["I think the bug is here."]), session, AgentConfig(max_format_errors=2))
     assert t.exit_reason == "format_errors" and len(t.turns) == 2
     assert "exactly one ```bash" in t.messages[-1]["content"]
-    t = run_episode(inst, Scripted(["```bash\necho " + "x" * 400 + "\n```"]), session, AgentConfig(max_tokens=150))
+    t = run_episode(inst, scripted(["```bash\necho " + "x" * 400 + "\n```"]), session, AgentConfig(max_tokens=150))
     assert t.exit_reason == "max_tokens"
-    t = run_episode(inst, Scripted(["```bash\nsleep 0.3\n```"]), session, AgentConfig(max_seconds=0.5))
+    t = run_episode(inst, scripted(["```bash\nsleep 0.3\n```"]), session, AgentConfig(max_seconds=0.5))
     assert t.exit_reason == "max_seconds"
     t = run_episode(
-        inst, Scripted(["```bash\nsleep 5\n```", "```bash\nsubmit\n```"]), session, AgentConfig(command_timeout=1)
+        inst, scripted(["```bash\nsleep 5\n```", "```bash\nsubmit\n```"]), session, AgentConfig(command_timeout=1)
     )
     assert t.exit_reason == "submitted" and "interrupted" in t.steps[0]["output"]
 
@@ -275,48 +261,3 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     # the notes file is seen by no test (the probe recorded what each test opens and lists): nothing ran
     logs = list((tmp_path / "logs" / "wgold_and_notes").glob("*/*/test_output.txt"))
     assert len(logs) == 2 and all("warm grading: ran 0 of" in f.read_text() for f in logs)
-
-
-def test_grader_pool_lends_each_grader_to_one_worker_at_a_time():
-    """Warm graders are started as needed up to the pool's size; a worker waits for a free one, and a
-    grader that failed to start frees its place."""
-    import threading
-
-    from bugforge.sandbox.evaluate import GraderPool
-
-    made, busy, peak, lock = [], set(), [0], threading.Lock()
-
-    def make():
-        if not made:
-            made.append(None)
-            raise RuntimeError("first start fails")
-        made.append(object())
-        return made[-1]
-
-    pool = GraderPool(make, 2)
-    with pytest.raises(RuntimeError):
-        with pool.lend():
-            pass
-
-    both = threading.Barrier(2, timeout=10)  # two workers hold a grader at the same time
-
-    def work():
-        with pool.lend() as g:
-            with lock:
-                assert g not in busy
-                busy.add(g)
-                peak[0] = max(peak[0], len(busy))
-            try:
-                both.wait()
-            except threading.BrokenBarrierError:
-                pass  # (later workers: the barrier has done its job)
-            time.sleep(0.01)
-            with lock:
-                busy.discard(g)
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(made) == 3 and peak[0] == 2 and len(pool.all) == 2
