@@ -23,9 +23,12 @@ TASK = "Fix this issue:\n\n{problem}\n"
 
 @dataclass
 class AgentConfig:
+    """Limits of one episode (`bugforge run-agent` takes its defaults from here)."""
+
     mode: str = "text"
     """text: one ```bash block per reply; tools: native tool calls."""
     max_steps: int = 30
+    """Model turns."""
     max_tokens: int = 50_000
     """Completion tokens over the whole episode."""
     max_seconds: float = 1800

@@ -11,6 +11,7 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,6 +26,16 @@ from bugforge.testing.testrun import run_tests, tools_digest
 
 Log = Callable[[str], None]
 ENV_DOCKERFILE_VERSION = "1"
+
+
+@dataclass
+class EnvironmentConfig:
+    """Options of `build_environment` (and of `bugforge factory env`, which takes its defaults from here)."""
+
+    runs: int = 3
+    """Baseline runs of the whole suite; two or more, so that flaky tests show."""
+    timeout: float = 900
+    """Seconds one baseline run may take."""
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -54,14 +65,16 @@ def build_environment(
     commit: str | None = None,
     recipe_path: str | None = None,
     out: Path = Path("runs"),
-    runs: int = 3,
-    timeout: float = 900,
+    runs: int = EnvironmentConfig.runs,
+    timeout: float = EnvironmentConfig.timeout,
     force: bool = False,
     log: Log = print,
 ) -> tuple[EnvRecord, bool]:
     """Build (or reuse) the environment of `source`. Returns (record, reused)."""
     if runs < 2:
-        raise BugforgeError(f"--runs {runs} cannot detect flaky tests", "use --runs 2 or more (default 3)")
+        raise BugforgeError(
+            f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
+        )
     recipe_override = load_recipe(recipe_path) if recipe_path else None
     local = Path(source).expanduser().resolve()
     if local.is_dir():  # the environment's directory must not be, or hold, the source (it replaces repo/)
@@ -147,7 +160,12 @@ def _head(repo: Path) -> str:
 
 
 def baseline(
-    image: str, recipe: Recipe, *, runs: int = 3, timeout: float = 900, log: Log = print
+    image: str,
+    recipe: Recipe,
+    *,
+    runs: int = EnvironmentConfig.runs,
+    timeout: float = EnvironmentConfig.timeout,
+    log: Log = print,
 ) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
     Then once more watching method lookups (docs/environments.md, "Lookup map")."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -111,12 +112,22 @@ def difficulty(cand: Candidate) -> str:
     return "easy" if n <= 2 and len(cand.files) == 1 else "medium" if n <= 10 and len(cand.files) <= 2 else "hard"
 
 
+@dataclass
+class ExportConfig:
+    """Options of `export` (and of `bugforge factory export`, which takes its defaults from here)."""
+
+    limit: int | None = None
+    """Export at most this many valid bugs (in the order they were proposed); None: all."""
+    seed: int = 0
+    """Seeds the wording of the problem statements."""
+
+
 def export(
     env_path: str | Path,
     out: str | Path | None = None,
     *,
-    limit: int | None = None,
-    seed: int = 0,
+    limit: int | None = ExportConfig.limit,
+    seed: int = ExportConfig.seed,
     progress: Callable[[str, int, int], None] = lambda *a: None,
     statement_lm: tuple | None = None,
 ) -> Path:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
-from bugforge.factory.mutations import OPERATORS, STRATEGY_OF
 from bugforge.factory.mutations import sites as mutation_sites
+from bugforge.factory.operators import OPERATORS, STRATEGY_OF
 from bugforge.factory.validate import Validator
 from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl
 from bugforge.testing.patches import changed_lines, file_diff, files_of, patch_id
@@ -34,6 +34,22 @@ Progress = Callable[[str, int, int], None]
 
 def _no_progress(phase: str, done: int, total: int) -> None:
     pass
+
+
+@dataclass
+class GenerateConfig:
+    """Options of `generate` (and of `bugforge factory generate`, which takes its defaults from here)."""
+
+    strategies: list[str] | None = None
+    """Strategies to run (ALL_STRATEGIES); None: every procedural one, history and combine."""
+    max_candidates: int = 300
+    """Procedural candidates to validate, drawn round-robin over the strategies (history: a tenth)."""
+    workers: int = 2
+    """Validations at once, each in its own warm container."""
+    seed: int = 0
+    """Seeds the draw of candidates and of combinations (the same seed draws the same bugs)."""
+    mode: str = "selected"
+    """Validation mode (factory/validate.py MODES): selected (coverage-chosen tests, warm) or full."""
 
 
 @dataclass
@@ -275,11 +291,11 @@ def validate_all(
 def generate(
     env_path: str | Path,
     *,
-    strategies: list[str] | None = None,
-    max_candidates: int = 300,
-    workers: int = 2,
-    seed: int = 0,
-    mode: str = "selected",
+    strategies: list[str] | None = GenerateConfig.strategies,
+    max_candidates: int = GenerateConfig.max_candidates,
+    workers: int = GenerateConfig.workers,
+    seed: int = GenerateConfig.seed,
+    mode: str = GenerateConfig.mode,
     max_combos: int | None = None,
     lm=None,
     progress: Progress = _no_progress,

@@ -1,6 +1,7 @@
 """The main job, end to end on one repository: factory (environment, bugs, validated instances) ->
 agent (a real local model, SmolLM2-135M-Instruct, and the scripted oracle on the same instances) ->
-evaluation (the same grading as everywhere). `bugforge demo` runs it on the bundled example."""
+evaluation (the same grading as everywhere). `bugforge demo` runs it on the bundled example; its
+options default to DemoConfig's values."""
 
 from __future__ import annotations
 
@@ -8,9 +9,83 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from bugforge.cli.common import Bars, console, log
 from bugforge.records import read_jsonl
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "textkit"
+
+
+@dataclass
+class DemoConfig:
+    """Options of `demo` (and of `bugforge demo`)."""
+
+    max_candidates: int = 150
+    """Procedural candidates to validate."""
+    workers: int = 2
+    """Parallel warm containers (validation, the oracle's episodes, grading)."""
+    agent_instances: int = 3
+    """Instances the local model (and the oracle) attempt, one per strategy first; 0: no agent stage."""
+    agent_steps: int = 4
+    """Model turns per episode."""
+    agent_turn_tokens: int = 160
+    """Tokens per model turn."""
+
+
+def configure(dm) -> None:
+    dm.add_argument("--out", default="runs")
+    dm.add_argument("--max-candidates", type=int, default=DemoConfig.max_candidates)
+    dm.add_argument("--workers", type=int, default=DemoConfig.workers)
+    dm.add_argument(
+        "--agent-instances",
+        type=int,
+        default=DemoConfig.agent_instances,
+        help="instances the local model attempts (0: none)",
+    )
+    dm.add_argument("--agent-steps", type=int, default=DemoConfig.agent_steps)
+    dm.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(a) -> int:
+    """The main job on the bundled example: factory -> agent (local SmolLM2 + scripted oracle) -> eval."""
+    from bugforge.cli.eval import print_eval_report
+    from bugforge.cli.factory import print_env_summary, print_generate_report
+
+    def show(stage, *args):
+        if stage == "env":
+            print_env_summary(*args)
+        elif stage == "generate":
+            print_generate_report(*args)
+        elif stage == "export":
+            rows, path = args
+            console.print(
+                f"[bold]{len(rows)} task instances[/bold] across "
+                f"{len({r['strategy'] for r in rows})} strategies -> {path}"
+            )
+        elif stage == "eval":
+            name, report, rows, path = args
+            label = (
+                "SmolLM2-135M-Instruct (real model, local server)"
+                if name == "smollm2"
+                else "oracle (SCRIPTED gold patch: plumbing check, not a model result)"
+            )
+            console.print(f"\n[bold]{label}[/bold]")
+            print_eval_report(report, rows, path)
+
+    demo(
+        str(EXAMPLE),
+        Path(a.out),
+        max_candidates=a.max_candidates,
+        workers=a.workers,
+        agent_instances=a.agent_instances,
+        agent_steps=a.agent_steps,
+        log=log,
+        progress_factory=Bars,
+        show=show,
+    )
+    return 0
 
 
 def free_port() -> int:
@@ -40,11 +115,11 @@ def demo(
     source: str,
     out: Path,
     *,
-    max_candidates: int = 150,
-    workers: int = 2,
-    agent_instances: int = 3,
-    agent_steps: int = 4,
-    agent_turn_tokens: int = 160,
+    max_candidates: int = DemoConfig.max_candidates,
+    workers: int = DemoConfig.workers,
+    agent_instances: int = DemoConfig.agent_instances,
+    agent_steps: int = DemoConfig.agent_steps,
+    agent_turn_tokens: int = DemoConfig.agent_turn_tokens,
     log=print,
     progress_factory=None,
     show=lambda *a: None,

