@@ -1,16 +1,31 @@
 """What a change to a Python source can touch, read from its syntax tree: the statement around a line,
 the function body that lines inserted below it extend, signatures whose only change is a literal
 default value, methods whose only change is their place in the class, methods removed, bases removed,
-and the statements that name a class. Used by the test map on the
-host and by the test server inside containers (copied to /opt/bugforge/bugforge_source.py): standard library only, and
-Python 3.9 syntax."""
+and the statements that name a class. Used by the test map on the host and by the test server inside
+containers (the package bugforge_incontainer): standard library only, and Python 3.9 syntax. The tree
+helpers are in syntax.py."""
 
 import ast
 import re
 from collections import namedtuple
-from functools import lru_cache
 
-BLANK = "<bugforge: a literal default>"
+from .syntax import (
+    blanked,
+    changed_literals,
+    code_lines,
+    docstring_only,
+    first_line,
+    functions,
+    header_end,
+    is_all,
+    is_docstring,
+    nested,
+    parse,
+    reads,
+    signature,
+    span_in,
+)
+
 PLAIN_DECORATORS = {"staticmethod", "classmethod"}  # decorators that leave a function's defaults alone
 
 DefaultChange = namedtuple("DefaultChange", "name first_line header body defaults kwdefaults")
@@ -34,8 +49,8 @@ def statement_span(source, line):
     """(first, last) line of the innermost statement containing `line` inside a function body (the
     body itself for a line between its statements); None at module or class level, in the signature or
     decorators of a function defined at those levels, in a docstring, or when `source` does not parse."""
-    tree = _parse(source)
-    return None if tree is None else _span_in(tree.body, line, None)
+    tree = parse(source)
+    return None if tree is None else span_in(tree.body, line, None)
 
 
 def gap_body(source, new_source, line):
@@ -49,19 +64,15 @@ def gap_body(source, new_source, line):
     if not 1 <= line <= len(lines) or lines[line - 1].strip()[:1] not in ("", "#"):
         return None
     above = next((n for n in range(line - 1, 0, -1) if lines[n - 1].strip()[:1] not in ("", "#")), None)
-    tree = _parse(source)
-    if above is None or tree is None or _parse(new_source) is None or _blanked(source) != _blanked(new_source):
+    tree = parse(source)
+    if above is None or tree is None or parse(new_source) is None or blanked(source) != blanked(new_source):
         return None
-    for f in _functions(tree.body):
-        if _first_line(f) <= line <= f.end_lineno:
+    for f in functions(tree.body):
+        if first_line(f) <= line <= f.end_lineno:
             return None  # (inside a function: a docstring's blank line, say)
-        if _first_line(f) <= above <= f.end_lineno and above > _header_end(f) and not _docstring_only(f):
+        if first_line(f) <= above <= f.end_lineno and above > header_end(f) and not docstring_only(f):
             return f.body[0].lineno, f.end_lineno
     return None
-
-
-def _docstring_only(f):
-    return len(f.body) == 1 and isinstance(f.body[0], ast.Expr) and isinstance(f.body[0].value, ast.Constant)
 
 
 def literal_default_changes(source, new_source):
@@ -71,21 +82,21 @@ def literal_default_changes(source, new_source):
     holds its defaults in a tuple that only a call reads: a test sees the new value only by running the
     body (or by introspection, as with any change to a function's code). Empty when a source does not
     parse, or anything else outside function bodies changes."""
-    old, new = _parse(source), _parse(new_source)
-    if old is None or new is None or _blanked(source) != _blanked(new_source):
+    old, new = parse(source), parse(new_source)
+    if old is None or new is None or blanked(source) != blanked(new_source):
         return []
     out = []
-    for fo, fn in zip(_functions(old.body), _functions(new.body)):
+    for fo, fn in zip(functions(old.body), functions(new.body)):
         if not all(isinstance(d, ast.Name) and d.id in PLAIN_DECORATORS for d in fo.decorator_list):
             continue
-        defaults = _changed(fo.args.defaults, fn.args.defaults, range(len(fo.args.defaults)))
-        kwdefaults = _changed(fo.args.kw_defaults, fn.args.kw_defaults, [a.arg for a in fo.args.kwonlyargs])
+        defaults = changed_literals(fo.args.defaults, fn.args.defaults, range(len(fo.args.defaults)))
+        kwdefaults = changed_literals(fo.args.kw_defaults, fn.args.kw_defaults, [a.arg for a in fo.args.kwonlyargs])
         if defaults or kwdefaults:
             out.append(
                 DefaultChange(
                     fo.name,
-                    _first_line(fo),
-                    (fo.lineno, _header_end(fo)),
+                    first_line(fo),
+                    (fo.lineno, header_end(fo)),
                     (fo.body[0].lineno, fo.end_lineno),
                     defaults,
                     kwdefaults,
@@ -104,9 +115,9 @@ def moved_methods(source, new_source):
     (decorators, defaults, annotations) read no name the body binds; and when every decorator is
     one of PLAIN_METHOD_DECORATORS (a decorator could record the order it ran in). Empty when a source
     does not parse or the change is anything else (then the caller decides as for any other change)."""
-    if _lines(source) != _lines(new_source):  # (cheap: a reordering keeps every line of code)
+    if code_lines(source) != code_lines(new_source):  # (cheap: a reordering keeps every line of code)
         return []
-    old, new = _parse(source), _parse(new_source)
+    old, new = parse(source), parse(new_source)
     if (
         old is None
         or new is None
@@ -115,7 +126,7 @@ def moved_methods(source, new_source):
     ):
         return []
     return [
-        Move(f.name, (_first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
+        Move(f.name, (first_line(f), f.end_lineno), (f.body[0].lineno, f.end_lineno))
         for node in ast.walk(old)
         if isinstance(node, ast.ClassDef)
         for f in node.body
@@ -134,7 +145,7 @@ def removed_methods(source, new_source):
     (Python finds those its own ways), nothing else in the class body binds or reads the name, its
     defaults and annotations call nothing (removing it stops them running), and its class has no
     decorator and no metaclass argument (either could read the class body). Empty otherwise."""
-    old, new = _parse(source), _parse(new_source)
+    old, new = parse(source), parse(new_source)
     if old is None or new is None or len(new_source) >= len(source):
         return []
     gone = _removed_in(old.body, new.body, "")
@@ -152,7 +163,7 @@ def removed_methods(source, new_source):
         others = [s for s in cls.body if (s.lineno, s.col_offset) not in drop]
         methods = [s for s in others if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
         at_class_level = [s for s in others if s not in methods] + [
-            x for m in methods for x in m.decorator_list + _signature(m)
+            x for m in methods for x in m.decorator_list + signature(m)
         ]
         bound = {
             n.id for s in others for n in ast.walk(s) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
@@ -166,10 +177,10 @@ def removed_methods(source, new_source):
                 isinstance(d, ast.Name) and d.id in PLAIN_METHOD_DECORATORS - {"abstractmethod"}
                 for d in f.decorator_list
             )
-            or f.name in bound | _reads(at_class_level)
+            or f.name in bound | reads(at_class_level)
             or any(
                 isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Lambda))
-                for x in _signature(f)
+                for x in signature(f)
                 for n in ast.walk(x)
             )
         ):
@@ -179,7 +190,7 @@ def removed_methods(source, new_source):
             Removal(
                 f.name,
                 f"{qualname}.{'_' + cls.name.lstrip('_') + f.name if private else f.name}",
-                (_first_line(f), f.end_lineno),
+                (first_line(f), f.end_lineno),
             )
         )
     return out
@@ -191,7 +202,7 @@ def removed_bases(source, new_source):
     Such a class is the same object in every other way: only code that holds the class or one of its
     instances can see the change, and getting hold of either means running a statement that names it
     (see naming_statements), unless something named it at import time. Empty otherwise."""
-    old, new = _parse(source), _parse(new_source)
+    old, new = parse(source), parse(new_source)
     if old is None or new is None or len(old.body) != len(new.body):
         return []
     out = []
@@ -208,7 +219,7 @@ def removed_bases(source, new_source):
                 ast.dump(x) for x in a.body + a.keywords
             ] != [ast.dump(x) for x in b.body + b.keywords]:
                 return []
-            out.append(BaseRemoval(a.name, (a.lineno, _header_end(a))))
+            out.append(BaseRemoval(a.name, (a.lineno, header_end(a))))
         elif ast.dump(a) != ast.dump(b):
             return []
     return out
@@ -222,7 +233,7 @@ def naming_statements(source, names):
     or listing a class does not use it.
     at_import: the statement sits at module or class level (it runs when the module does). None when
     `source` does not parse."""
-    tree = _parse(source)
+    tree = parse(source)
     if tree is None:
         return None
     words = [re.compile(r"\b%s\b" % re.escape(n)) for n in names]
@@ -234,7 +245,7 @@ def naming_statements(source, names):
                 if any(a.asname and a.name.rsplit(".", 1)[-1] in names for a in node.names):
                     out.append((node.lineno, node.end_lineno, top))
                 return
-            if _is_docstring(node) or _is_all(node):
+            if is_docstring(node) or is_all(node):
                 return
             stmt = node
             top = top and not isinstance(node, ast.excepthandler)
@@ -248,7 +259,7 @@ def naming_statements(source, names):
             )
         ):
             out.append(
-                (_first_line(stmt) if not isinstance(stmt, ast.excepthandler) else stmt.lineno, node.end_lineno, top)
+                (first_line(stmt) if not isinstance(stmt, ast.excepthandler) else stmt.lineno, node.end_lineno, top)
             )
         body = node.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else ()
         for child in ast.iter_child_nodes(node):
@@ -259,27 +270,17 @@ def naming_statements(source, names):
     return out
 
 
-def _is_docstring(node):
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-
-
-def _is_all(node):
-    return isinstance(node, (ast.Assign, ast.AugAssign)) and any(
-        isinstance(t, ast.Name) and t.id == "__all__" for t in getattr(node, "targets", [getattr(node, "target", None)])
-    )
-
-
 def _removed_in(old_body, new_body, prefix):
     """[(class node, method node, class qualname)] for the methods of the classes in `old_body` (and in
     the classes and functions inside them) that their twin in `new_body` (same name, same place among
     namesakes) no longer holds as they were: removed, or changed (the caller's comparison of the whole
     trees tells which)."""
     twins = {}
-    for s in _nested(new_body):
+    for s in nested(new_body):
         if isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             twins.setdefault(s.name, []).append(s)
     out, seen = [], {}
-    for s in _nested(old_body):
+    for s in nested(old_body):
         if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         i = seen[s.name] = seen.get(s.name, -1) + 1
@@ -298,18 +299,6 @@ def _removed_in(old_body, new_body, prefix):
         else:
             out += _removed_in(s.body, twin.body, qualname + ".<locals>.")
     return out
-
-
-def _nested(body):
-    """The statements of a body and, recursively, of its compound statements other than def and class."""
-    for s in body:
-        yield s
-        if not isinstance(s, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield from _nested(_child_statements(s))
-
-
-def _lines(source):
-    return sorted(line.strip() for line in source.splitlines() if line.strip())
 
 
 def _reordered(source):
@@ -341,108 +330,6 @@ def _reorderable(body, methods):
         if isinstance(s, (ast.Import, ast.ImportFrom))
         for a in s.names
     }
-    read_by_others = _reads(others)
-    read_by_methods = _reads([x for m in methods for x in _signature(m)])  # run where the def statement is
+    read_by_others = reads(others)
+    read_by_methods = reads([x for m in methods for x in signature(m)])  # run where the def statement is
     return not (names & (bound | read_by_others | read_by_methods)) and not (read_by_methods & bound)
-
-
-def _reads(nodes):
-    return {n.id for x in nodes for n in ast.walk(x) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _signature(f):
-    """The parts of a def statement that run when it does: defaults and (evaluated) annotations."""
-    a = f.args
-    parts = a.defaults + [d for d in a.kw_defaults if d is not None] + [f.returns]
-    parts += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None]
-    return [p for p in parts if p is not None]
-
-
-def _changed(old, new, keys):
-    """{key: (old value, new value)} for the literal defaults that differ (by type too: True is not 1)."""
-    out = {}
-    for key, a, b in zip(keys, old, new):
-        if a is not None and _literal(a):
-            va, vb = ast.literal_eval(a), ast.literal_eval(b)
-            if (type(va), repr(va)) != (type(vb), repr(vb)):
-                out[key] = (va, vb)
-    return out
-
-
-def _literal(node):
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float, complex, str, bytes, bool, type(None)))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float, complex)
-    return isinstance(node, ast.Tuple) and all(_literal(e) for e in node.elts)
-
-
-def _functions(body):
-    """Functions defined at module or class level (not inside a function), in source order."""
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-        else:
-            yield from _functions(_child_statements(node))
-
-
-def _blanked(source):
-    """The source's tree without function bodies and with literal defaults blanked: what a change
-    confined to those leaves as it was."""
-    tree = ast.parse(source)  # (a fresh tree to change: parsing is faster than a deep copy)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.body = []
-            a = node.args
-            a.defaults = [ast.Constant(BLANK) if _literal(d) else d for d in a.defaults]
-            a.kw_defaults = [ast.Constant(BLANK) if d is not None and _literal(d) else d for d in a.kw_defaults]
-    return ast.dump(tree)
-
-
-@lru_cache(maxsize=64)
-def _parse(source):
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-
-
-def _first_line(node):
-    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-
-
-def _span_in(body, line, around):
-    """`around`: the span of the enclosing statement when inside a function body, else None."""
-    for node in body:
-        if not _first_line(node) <= line <= node.end_lineno:
-            continue
-        span = (_first_line(node), node.end_lineno)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = node.body[0]
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-                and first.lineno <= line <= first.end_lineno
-            ):
-                return None  # a docstring: doctests and __doc__ read it
-            if line <= _header_end(node):  # signature or decorators: they run when the def statement runs
-                return span if around is not None else None
-            if isinstance(node, ast.ClassDef):  # a class body runs when the class statement does
-                return _span_in(node.body, line, span if around is not None else None)
-            return _span_in(node.body, line, (first.lineno, node.end_lineno))
-        return _span_in(_child_statements(node), line, span if around is not None else None)
-    return around
-
-
-def _header_end(node):
-    """The last line of a def or class statement's header: its name, arguments, bases, annotations."""
-    parts = [n for n in ast.iter_child_nodes(node) if not isinstance(n, ast.stmt)]  # (arguments has no lines)
-    parts += [n for n in ast.walk(node.args)] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-    return max([node.lineno] + [getattr(n, "end_lineno", None) or 0 for n in parts])
-
-
-def _child_statements(node):
-    """The statements (and except clauses) directly inside a compound statement."""
-    out = [c for name in ("body", "orelse", "finalbody", "handlers") for c in getattr(node, name, None) or []]
-    return out + [c for case in getattr(node, "cases", None) or [] for c in case.body]

@@ -11,7 +11,7 @@ def test_bytecode_cache_settles_past_the_newest_source(tmp_path, monkeypatch):
     """The test server's bytecode cache trusts a source's size and mtime in whole seconds: after the
     preload it waits until the clock has passed the newest stamp in the tree, and drops the cache when a
     stamp lies further ahead than it would wait."""
-    from bugforge.incontainer import zygote
+    from bugforge.incontainer import pycache
 
     tree, cache = tmp_path / "tree", tmp_path / "cache"
     (tree / ".git").mkdir(parents=True)
@@ -19,12 +19,12 @@ def test_bytecode_cache_settles_past_the_newest_source(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "pycache_prefix", str(cache))
     src = tree / "mod.py"
     src.write_text("X = 1\n")
-    zygote._settle(str(tree))
+    pycache.settle(str(tree))
     assert int(time.time()) > int(src.stat().st_mtime) and cache.exists()  # an edit now gets another second
     (tree / ".git" / "future").write_text("")  # git's own files are not sources
     os.utime(tree / ".git" / "future", (time.time() + 3600,) * 2)
-    zygote._settle(str(tree))
+    pycache.settle(str(tree))
     assert cache.exists()
     os.utime(src, (time.time() + 3600,) * 2)
-    zygote._settle(str(tree))
+    pycache.settle(str(tree))
     assert not cache.exists()

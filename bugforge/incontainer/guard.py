@@ -1,0 +1,77 @@
+"""The container guard: untrusted runs go as an unprivileged user, and after each one the server
+kills every process of that user and checks every place the user can write (the repository's contents,
+the temporary directories, the home directory) by change time, which a process cannot forge. Files the
+run created are deleted; a changed file that git does not restore is `tainted`. The repository
+directory itself and its .git stay root's. docs/test-server.md. Python 3.9, standard library only."""
+
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+
+from .shell import sh, walk
+
+
+class Guard:
+    """What the guarded places held when the tree was clean, for one user."""
+
+    def __init__(self, user, cwd, out_dir):
+        """Give the repository's contents (not the directory itself, not .git) to `user` and record the
+        places the user can write as they are now (the tree must be as every restore leaves it)."""
+        pw = pwd.getpwnam(user)
+        for name in os.listdir(cwd):
+            if name != ".git":
+                subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), os.path.join(cwd, name)])
+        self.user, self.uid, self.gid, self.home = user, pw.pw_uid, pw.pw_gid, pw.pw_dir
+        self.roots = [cwd, "/tmp", "/var/tmp", "/dev/shm", pw.pw_dir]
+        self.skip = {os.path.join(cwd, ".git"), out_dir}
+        _, tracked = sh("git ls-files -z", cwd, capture=True)
+        self.known = set(walk(self.roots, self.skip))
+        self.tracked = {os.path.join(cwd, p) for p in tracked.split("\0") if p}
+
+    def drop_privileges(self):
+        """In a run's child: become the user, with its home."""
+        os.setgroups([])
+        os.setgid(self.gid)
+        os.setuid(self.uid)
+        os.environ.update(HOME=self.home, USER=self.user, LOGNAME=self.user)
+
+    def kill_user(self):
+        """kill(-1) from a process of that user reaches every process of the user, forks included."""
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(self.uid)
+                    os.setuid(self.uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+
+    def check(self, since_ns):
+        """Delete what the run created in the guarded places; name what it changed that stays changed."""
+        now = set(walk(self.roots, self.skip))
+        tainted = sorted(p for p in self.known - now if p not in self.tracked)  # deleted, and git will not bring back
+        for path in sorted(now, reverse=True):  # children before their parents
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if st.st_ctime_ns < since_ns or path in self.tracked:
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)  # lstat: a link to a directory is not one
+            if path not in self.known:
+                if is_dir:
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.remove(path)
+            elif not is_dir:
+                tainted.append(path)
+        for root in self.roots:
+            if not os.path.isdir(root) or os.path.islink(root):
+                tainted.append(root)
+        return tainted
