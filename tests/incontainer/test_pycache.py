@@ -1,4 +1,4 @@
-"""The test server (bugforge.incontainer.zygote) on the host: its bytecode cache settles."""
+"""The test server's bytecode cache (bugforge.incontainer.pycache), on the host: it settles past the newest source."""
 
 from __future__ import annotations
 
