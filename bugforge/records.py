@@ -168,6 +168,17 @@ class TestRun:
     """The wall-seconds budget the run's tests ran past together, when that is what ended the run."""
     wall: float = 0.0
     log_tail: str = ""
+    tamper: list[str] = field(default_factory=list)
+    """What the probe's integrity checks found (grading: SUSPICIOUS; docs/security.md)."""
+    finished: bool = False
+    """Whether pytest's session finished (the report's end-of-run record)."""
+
+    def suspicious(self) -> list[str]:
+        """Why a graded run cannot be trusted: tampering seen, or no end-of-run record (the process
+        ended before the checks ran). Empty for a run that timed out: that is its own verdict."""
+        if self.timed_out:
+            return []
+        return self.tamper or ([] if self.finished else ["the test run ended before pytest's session finished"])
 
 
 @dataclass

@@ -9,7 +9,6 @@ SWE-bench's markers, so `python -m swebench.harness.run_evaluation` scores our r
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,8 +23,9 @@ from bugforge.factory.acquire import FIXED_DATE
 from bugforge.factory.generate import Scratch, load_validated
 from bugforge.images import image_exists
 from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
-from bugforge.testing.tamper import CONFIG_NAMES, PLANTED
-from bugforge.testing.testrun import file_archive, selection_files
+from bugforge.testing import tamper
+from bugforge.testing.tamper import CONFIG_NAMES
+from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR, file_archive, pytest_command, tools_archive
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
 FOLD = f"""set -e
@@ -42,6 +42,7 @@ for o in $(comm -23 /tmp/old.txt /tmp/new.txt); do rm -f ".git/objects/${{o:0:2}
 rm -rf .git/logs .git/ORIG_HEAD /tmp/old.txt /tmp/new.txt
 test -z "$(git status --porcelain)"
 if id -u agent >/dev/null 2>&1; then chown -R agent /testbed; fi
+{tamper.capture(tamper.IMAGE_MANIFEST)}
 git rev-parse HEAD
 """
 
@@ -57,22 +58,26 @@ def test_files_of(val: Validation, repo_dir: str) -> list[str]:
     return sorted(files | (config & set(tracked)))
 
 
-def eval_script(commit: str, test_files: list[str], run_files: list[str], pytest_args: list[str]) -> str:
-    """The script SWE-bench's harness (and our grader) runs after applying a model patch."""
-    restore = " ".join(shlex.quote(f) for f in test_files)
-    run = " ".join(shlex.quote(a) for a in ["-rA", *pytest_args, *run_files])
+def eval_script(commit: str, selection: list[str], pytest_args: list[str]) -> str:
+    """The script SWE-bench's harness runs after applying a model patch: the graders' sweep
+    (bugforge.testing.tamper) against the baseline the image carries, the graders' pytest command on
+    `selection` with the probe, its console kept out of the log, then the probe's report between the
+    harness's markers in the form its pytest log parser reads."""
+    tests = sorted({t.split("::")[0] for t in selection})
     return "\n".join(
         [
             "#!/bin/bash",
-            "set -uxo pipefail",
+            "set -uo pipefail",
             "cd /testbed",
-            f"git checkout {commit} -- {restore}",
-            f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
+            f"{tamper.check(commit, tests, tamper.IMAGE_MANIFEST)} || {{ echo 'bugforge: not graded'; exit 1; }}",
             "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
-            ": '>>>>> Start Test Output'",
-            f"python -m pytest {run}",
-            ": '>>>>> End Test Output'",
-            f"git checkout {commit} -- {restore}",
+            f"mkdir -p {OUT} && cat > {OUT}/select.txt <<'BUGFORGE_SELECTION'",
+            *selection,
+            "BUGFORGE_SELECTION",
+            f"({pytest_command(pytest_args, selection, False)}) > {OUT}/pytest.log 2>&1",
+            "echo '>>>>> Start Test Output'",
+            f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl",
+            "echo '>>>>> End Test Output'",
             "",
         ]
     )
@@ -89,6 +94,7 @@ def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
     )
     try:
         c.put_archive("/tmp", file_archive("bugforge-bug.diff", cand.patch.encode()))
+        c.put_archive(PROBE_DIR.rsplit("/", 1)[0], tools_archive())  # the sweep, the probe, the summary
         c.start()
         code, out = c.exec_run(["bash", "-c", FOLD], user="root")
         if code != 0:
@@ -155,7 +161,6 @@ def export(
                 continue
             commit = build_instance_image(env, cand, tag)
             tests = test_files_of(val, env.repo_dir)
-            run_files = selection_files([*val.FAIL_TO_PASS, *val.PASS_TO_PASS])
             problem = statement.write(cand, val, seed)
             if statement_lm:
                 problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
@@ -171,7 +176,7 @@ def export(
                 version="1.0",
                 created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 image=tag,
-                eval_script=eval_script(commit, tests, run_files, env.recipe.pytest_args),
+                eval_script=eval_script(commit, [*val.FAIL_TO_PASS, *val.PASS_TO_PASS], env.recipe.pytest_args),
                 log_parser="parse_log_pytest",
                 eval_type="pass_and_fail",
                 environment_setup_commit=env.base_commit,

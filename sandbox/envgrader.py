@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bugforge.records import EnvRecord
 from bugforge.sandbox.grader import GradeResult, grade_patch, labels_of, setup_script
+from bugforge.testing import tamper
 from bugforge.testing.grading import grade
 from bugforge.testing.patches import changes_of_diff, files_of
 from bugforge.testing.selection import selection_for
@@ -125,6 +126,17 @@ class EnvGrader:
                 seconds=time.monotonic() - t0,
                 log="the instance's bug_patch does not apply to its environment image",
             )
+        if resp.get("setup_rc") == tamper.TAMPER_EXIT:
+            log = resp.get("setup_log", "")
+            return GradeResult(
+                iid,
+                False,
+                "SUSPICIOUS",
+                True,
+                seconds=time.monotonic() - t0,
+                log=log[-2000:],
+                tamper=tamper.reasons(log),
+            )
         if resp.get("setup_rc") == 97:
             return GradeResult(
                 iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0, log=resp.get("setup_log", "")[-2000:]
@@ -145,6 +157,16 @@ class EnvGrader:
                 if run.timed_out:
                     return GradeResult(
                         iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:]
+                    )
+                if run.suspicious():
+                    return GradeResult(
+                        iid,
+                        False,
+                        "SUSPICIOUS",
+                        True,
+                        seconds=time.monotonic() - t0,
+                        log=run.log_tail[-2000:],
+                        tamper=run.suspicious(),
                     )
                 outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
                 log = run.log_tail

@@ -108,6 +108,8 @@ def evaluate(
             "status": g.status,
             "seconds": round(g.seconds, 2),
         }
+        if g.tamper:
+            rep["tamper"] = g.tamper
         if g.patch_applied:
             rep["tests_status"] = {"FAIL_TO_PASS": g.FAIL_TO_PASS, "PASS_TO_PASS": g.PASS_TO_PASS}
         d = base / iid

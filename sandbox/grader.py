@@ -7,12 +7,11 @@ a patch can fake), then bugforge.testing.grading.grade. Containers are removed w
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from dataclasses import dataclass, field
 
+from bugforge.testing import tamper
 from bugforge.testing.grading import Grade, grade
-from bugforge.testing.tamper import CONFIG_NAMES, PLANTED
 from bugforge.testing.testrun import OUT, run_tests
 
 APPLY = [
@@ -35,13 +34,15 @@ class GradeResult:
     instance_id: str
     resolved: bool
     status: str
-    """RESOLVED_FULL | RESOLVED_PARTIAL | RESOLVED_NO | EMPTY_PATCH | PATCH_FAILED | TIMEOUT | ERROR"""
+    """RESOLVED_FULL | RESOLVED_PARTIAL | RESOLVED_NO | EMPTY_PATCH | PATCH_FAILED | TIMEOUT | ERROR |
+    SUSPICIOUS (the patch tampered with grading: never resolved, reward 0; `tamper` says how)"""
     patch_applied: bool = False
     FAIL_TO_PASS: dict = field(default_factory=dict)
     PASS_TO_PASS: dict = field(default_factory=dict)
     outcomes: dict = field(default_factory=dict)
     seconds: float = 0.0
     log: str = ""
+    tamper: list[str] = field(default_factory=list)
 
     @property
     def f2p_fraction(self) -> float:
@@ -50,27 +51,25 @@ class GradeResult:
 
 
 def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -> str:
-    """Apply /tmp/bugforge-out/patch.diff like SWE-bench's harness, then restore tests and config from
-    `commit` (default: the instance's). `prepare` runs first (sandbox.envgrader puts the bug in place)."""
+    """Apply /tmp/bugforge-out/patch.diff like SWE-bench's harness, then sweep (bugforge.testing.tamper):
+    tests and test configuration restored from `commit` (default: the instance's), planted files
+    removed, the rest audited; tampering exits TAMPER_EXIT. `prepare` runs first (sandbox.envgrader
+    puts the bug in place); the baseline is recorded after it."""
     commit = commit or instance.get("base_commit") or "HEAD"
     f2p, p2p = labels_of(instance)
-    files = set(instance.get("test_files") or []) | {t.split("::")[0] for t in (*f2p, *p2p)}
-    restore = " ".join(shlex.quote(f) for f in sorted(files))
+    tests = sorted({t.split("::")[0] for t in (*f2p, *p2p)})
     # each fallback starts from the tree as it was before the first try (a failed --reject leaves hunks behind)
     tries = " || ".join(
-        f"({'' if i == 0 else 'git checkout -q -- . && git clean -fdq && '}{cmd} {OUT}/patch.diff)"
-        for i, cmd in enumerate(APPLY)
+        f"({'' if i == 0 else tamper.reset() + ' && '}{cmd} {OUT}/patch.diff)" for i, cmd in enumerate(APPLY)
     )
     return "\n".join(
         [
             "cd /testbed",
             *([prepare] if prepare else []),
+            tamper.capture(),
             f"if [ -s {OUT}/patch.diff ]; then {{ {tries} || git apply --check --reverse {OUT}/patch.diff; }}"
             f" > {OUT}/apply.log 2>&1 || {{ tail -n 20 {OUT}/apply.log; exit 97; }}; fi",
-            # tests and test configuration as the instance has them; nothing the patch planted
-            f"git ls-files -z -- {' '.join(repr('*' + n) for n in CONFIG_NAMES)} | xargs -0 -r git checkout -q {commit} --",
-            f"git checkout -q {commit} -- {restore} 2>/dev/null || true",
-            f"git ls-files --others --exclude-standard | grep -E '{PLANTED}' | xargs -r rm -f --",
+            tamper.check(commit, tests),
             "export PYTHONNOUSERSITE=1",
         ]
     )
@@ -92,10 +91,16 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
         files={"patch.diff": (patch if patch.endswith("\n") else patch + "\n").encode()},
     )
     secs = time.monotonic() - t0
+    if run.exit_code == tamper.TAMPER_EXIT and not run.outcomes:
+        why = tamper.reasons(run.log_tail)
+        return GradeResult(iid, False, "SUSPICIOUS", True, seconds=secs, log=run.log_tail[-2000:], tamper=why)
     if run.exit_code == 97 and not run.outcomes:
         return GradeResult(iid, False, "PATCH_FAILED", False, seconds=secs, log=run.log_tail[-2000:])
     if run.timed_out:
         return GradeResult(iid, False, "TIMEOUT", True, seconds=secs, log=run.log_tail[-2000:])
+    if run.suspicious():
+        why = run.suspicious()
+        return GradeResult(iid, False, "SUSPICIOUS", True, seconds=secs, log=run.log_tail[-2000:], tamper=why)
     g: Grade = grade(f2p, p2p, run.outcomes)
     return GradeResult(
         iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs, run.log_tail[-2000:]

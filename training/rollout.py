@@ -164,7 +164,7 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Epis
 
 
 def reward_of(grade, kind: str) -> float:
-    if grade is None or grade.status in ("EMPTY_PATCH", "PATCH_FAILED", "TIMEOUT", "ERROR"):
+    if grade is None or grade.status in ("EMPTY_PATCH", "PATCH_FAILED", "TIMEOUT", "ERROR", "SUSPICIOUS"):
         return 0.0
     if kind == "partial":
         return grade.f2p_fraction if not grade.PASS_TO_PASS.get("failure") else 0.0

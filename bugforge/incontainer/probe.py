@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from .integrity import Integrity
 from .lookups import Watcher
 from .report import Limits, Report
 from .tracking import Tracker
@@ -37,6 +38,7 @@ class Probe:
         self.report.open(environ.get("BUGFORGE_REPORT"))
         self.tracker = Tracker(self.root, bool(self.coverage_path or self.lookups_path))
         self.limits = Limits(self.report)
+        self.integrity = Integrity(self.root, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
     def install(self):
         """Watch the classes built from now on (lookup runs), start coverage and access tracking
@@ -48,12 +50,17 @@ class Probe:
         if self.tracker.active:
             self.tracker.watch_imports()
         self.limits.load()
+        self.integrity.snapshot()
 
     def reopen(self):
         """In a child of the preloaded server (which loaded this plugin without a report): this run's
         report and limits, from its environment."""
         self.report.open(os.environ.get("BUGFORGE_REPORT"))
         self.limits.load()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):
+        self.integrity.configure(config)
 
     def pytest_sessionstart(self, session):
         if self.limits.watching():
@@ -83,6 +90,7 @@ class Probe:
         if self.tracker.active:
             self.tracker.switch("")
         self.report.finish_test(item.nodeid)
+        self.integrity.outcome(item.nodeid)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
@@ -101,7 +109,11 @@ class Probe:
     def pytest_collectreport(self, report):
         self.report.collectreport(report)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        hooks = {name: globals()[name] for name in HOOKS}
+        for reason in self.integrity.problems(session.config, hooks):
+            self.report.emit({"event": "tamper", "reason": reason})
         self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
         if self.lookups_path:
             with open(self.lookups_path, "w") as f:
@@ -114,6 +126,7 @@ plugin = Probe(os.environ)
 plugin.install()
 
 # the hooks pytest finds on this module
+pytest_configure = plugin.pytest_configure
 pytest_sessionstart = plugin.pytest_sessionstart
 pytest_collection_modifyitems = plugin.pytest_collection_modifyitems
 pytest_runtest_protocol = plugin.pytest_runtest_protocol
@@ -121,3 +134,4 @@ pytest_fixture_setup = plugin.pytest_fixture_setup
 pytest_runtest_logreport = plugin.pytest_runtest_logreport
 pytest_collectreport = plugin.pytest_collectreport
 pytest_sessionfinish = plugin.pytest_sessionfinish
+HOOKS = [n for n in dir() if n.startswith("pytest_")]

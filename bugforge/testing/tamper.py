@@ -1,8 +1,38 @@
-"""What a patch may not change before tests run, for every grader (docs/security.md)."""
+"""What a patch may not change before tests run: one definition for every grader (fresh containers,
+warm grading and the exported eval_script). The rules run inside the container
+(bugforge/incontainer/sweep.py); this module gives the shell lines that run them. docs/security.md
+states the guarantees and the known limits."""
 
 from __future__ import annotations
 
-# files a patch could plant to change how pytest or Python starts: removed before tests run
-PLANTED = r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|tox\.ini|setup\.cfg|pyproject\.toml)$"
-# test configuration: restored from the instance's commit before tests run
+import shlex
+
+from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR
+
+# test configuration: a bug may not touch these (warm grading keeps them from the environment's commit)
 CONFIG_NAMES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+TAMPER_EXIT = 95  # the sweep's exit status when it found tampering (sweep.TAMPER)
+PREFIX = "bugforge-tamper: "  # each reason's line
+SWEEP = f"python -I -S {PROBE_DIR}/{PACKAGE}/sweep.py"
+IMAGE_MANIFEST = "/etc/bugforge/baseline.manifest"  # an instance image's baseline, captured at export
+RUN_MANIFEST = f"{OUT}/baseline.manifest"  # a grader's, captured before it applies the patch
+
+
+def capture(manifest: str = RUN_MANIFEST) -> str:
+    """Shell: record the tree's baseline (run in /testbed before a patch is applied)."""
+    return f"{SWEEP} capture {manifest}"
+
+
+def reset(manifest: str = RUN_MANIFEST) -> str:
+    """Shell: undo a failed try at applying a patch (tracked files to the index, new files removed)."""
+    return f"{SWEEP} reset {manifest}"
+
+
+def check(commit: str, test_files: list[str], manifest: str = RUN_MANIFEST) -> str:
+    """Shell: the sweep and the audit after a patch (exits TAMPER_EXIT, one PREFIX line a reason)."""
+    return " ".join([SWEEP, "check", manifest, shlex.quote(commit), *(shlex.quote(f) for f in sorted(test_files))])
+
+
+def reasons(log: str) -> list[str]:
+    """The tampering a sweep reported in a log."""
+    return [line.split(PREFIX, 1)[1].strip() for line in log.splitlines() if PREFIX in line]

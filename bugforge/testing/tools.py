@@ -130,7 +130,8 @@ def pytest_command(
 
 def parse_report(data: bytes, run: TestRun) -> None:
     """Fill `run` from the probe's report (JSON lines; a torn last line from a killed run is skipped):
-    outcomes, durations, messages, collection errors, and a timeout with the test that was running."""
+    outcomes, durations, messages, collection errors, a timeout with the test that was running,
+    tampering the probe saw, and whether pytest's session finished."""
     started = None
     for line in data.decode(errors="replace").splitlines():
         try:
@@ -148,6 +149,10 @@ def parse_report(data: bytes, run: TestRun) -> None:
             started = None
         elif ev == "collect_error":
             run.collect_errors[r["nodeid"]] = r.get("message", "")
+        elif ev == "tamper":  # the probe's integrity checks (bugforge/incontainer/integrity.py)
+            run.tamper.append(r.get("reason", ""))
+        elif ev == "finish":
+            run.finished = True
         elif ev == "timeout":  # a test ran past its limit, or the tests past the run's budget (report.py)
             run.timed_out, run.limit, run.budget = True, r.get("limit"), r.get("budget")
     if run.timed_out:

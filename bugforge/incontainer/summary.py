@@ -1,0 +1,45 @@
+"""Print a probe report as SWE-bench's pytest log parser reads it: one `STATUS node-id` line per test.
+
+    python -I -S summary.py REPORT
+
+The exported eval_script prints this between the harness's markers instead of pytest's console, so
+nothing a test prints can pose as a result. A report that records tampering, or has no end-of-run
+record, prints no result. Standard library only, Python 3.9."""
+
+import json
+import sys
+
+STATUS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL"}
+
+
+def main(path):
+    outcomes, tamper, finished = {}, [], False
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("event") == "test":
+            outcomes[r["nodeid"]] = r["outcome"]
+        elif r.get("event") == "tamper":
+            tamper.append(r.get("reason", ""))
+        elif r.get("event") == "finish":
+            finished = True
+    for reason in tamper:
+        print("bugforge-tamper: %s" % reason)
+    if tamper:
+        return 0
+    for nodeid, outcome in sorted(outcomes.items()):
+        print("%s %s" % (STATUS.get(outcome, outcome.upper()), nodeid))
+    if not finished:
+        print("bugforge: the run has no end-of-run record")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

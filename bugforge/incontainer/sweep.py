@@ -1,0 +1,238 @@
+"""The grading sweep, run inside the container after a patch is applied and before tests run, by every
+grader (fresh, warm, the exported eval_script). docs/security.md states the rules and their limits.
+
+    python -I -S sweep.py capture MANIFEST                  (before the patch: the baseline)
+    python -I -S sweep.py reset MANIFEST                    (undo a failed try at applying it)
+    python -I -S sweep.py check MANIFEST COMMIT [TEST_FILE ...]   (after it)
+
+`capture` records every file git does not track (ignored ones too) with its hash, and git's own control
+files. `check` restores from COMMIT every tracked test file, every file under a test directory, every
+test configuration and planted name, and every .gitignore/.gitattributes; removes new files with a
+planted name, new bytecode, new package metadata and new files git ignores; then audits what the patch
+still changes. Anything it cannot undo (git control files changed, a baseline untracked file changed
+or removed, a new symbolic link) or that reaches test machinery is tampering: it prints one
+`bugforge-tamper: REASON` line each and exits 95. Standard library only, Python 3.9, run isolated
+(-I -S) so nothing the patch planted in the tree or on sys.path runs first."""
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+
+TAMPER = 95
+GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
+# names that change how Python or pytest start, wherever they are
+PLANTED = re.compile(
+    r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|pytest\.toml|\.pytest\.toml"
+    r"|tox\.ini|setup\.cfg|pyproject\.toml|\.gitignore|\.gitattributes)$"
+)
+# what Python or a test runner reads without it being source: bytecode and installed-package metadata
+GENERATED = re.compile(r"(^|/)(__pycache__/|[^/]*\.pyc$|[^/]*\.pyo$|[^/]*\.(egg|dist)-info(/|$)|[^/]*\.egg-link$)")
+GIT_CONTROL = ("config", "HEAD", "info", "hooks", "commondir", "gitdir")
+# added code in non-test files that reaches test machinery or the interpreter's own plumbing
+AUDIT = [
+    (
+        re.compile(r"\b_pytest\b|\bpytest_[a-z_]+\s*\(|\bhookimpl\b|\bhookwrapper\b|\bpluginmanager\b"),
+        "pytest internals",
+    ),
+    (re.compile(r"\bTestReport\b|\bCallInfo\b|\bruntestprotocol\b|\bcall_and_report\b"), "pytest reports"),
+    (re.compile(r"\bsys\s*\.\s*modules\b"), "sys.modules"),
+    (re.compile(r"\b__builtins__\b|\bimport\s+builtins\b|\bbuiltins\s*\."), "builtins"),
+    (re.compile(r"\bmeta_path\b|\bpath_hooks\b|\bpath_importer_cache\b|\bimportlib\s*\.\s*abc\b"), "import hooks"),
+    (re.compile(r"\bsettrace\b|\bsetprofile\b|\b_getframe\b|\bcurrentframe\b|\bf_back\b|\bf_locals\b"), "frames"),
+    (re.compile(r"\bos\s*\.\s*_exit\b|\batexit\b|\bfaulthandler\b"), "exit hooks"),
+    (re.compile(r"\bgc\s*\.\s*get_(objects|referrers|referents)\b|\bctypes\b"), "object walking"),
+    (re.compile(r"\bexec\s*\(|\b__import__\b"), "dynamic code"),
+    (re.compile(r"bugforge|BUGFORGE_|PYTEST_CURRENT_TEST|PYTEST_ADDOPTS|PYTEST_PLUGINS"), "the grader's environment"),
+]
+
+
+def _git(*args, check=True):
+    out = subprocess.run(GIT + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if check and out.returncode:
+        raise SystemExit("bugforge-sweep: git %s failed: %s" % (" ".join(args), out.stderr.decode(errors="replace")))
+    return out.stdout
+
+
+def _untracked():
+    """Every file git does not track, ignored ones too (nothing excluded)."""
+    return [p for p in _git("ls-files", "-o", "-z").decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _digest(path):
+    if os.path.islink(path):
+        return "link:" + os.readlink(path)
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 16), b""):
+                h.update(block)
+    except OSError as e:
+        return "unreadable:%s" % e.errno
+    return h.hexdigest()
+
+
+def _git_control():
+    """git's own files that decide what git runs and ignores: config, HEAD, info/, hooks/."""
+    out = {}
+    for name in GIT_CONTROL:
+        path = os.path.join(".git", name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            for root, dirs, files in os.walk(path):
+                dirs.sort()
+                for f in sorted(files):
+                    p = os.path.join(root, f)
+                    out[p] = _digest(p)
+        elif os.path.lexists(path):
+            out[path] = _digest(path)
+    return out
+
+
+def capture(manifest):
+    lines = ["u\t%s\t%s" % (_digest(p), p) for p in sorted(_untracked())]
+    lines += ["g\t%s\t%s" % (d, p) for p, d in sorted(_git_control().items())]
+    os.makedirs(os.path.dirname(manifest) or ".", exist_ok=True)
+    with open(manifest, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def _read(manifest):
+    untracked, control = {}, {}
+    with open(manifest, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            kind, digest, path = line.rstrip("\n").split("\t", 2)
+            (untracked if kind == "u" else control)[path] = digest
+    return untracked, control
+
+
+def test_dirs(test_files):
+    """The directories whose tracked files belong to the tests: each test file's shallowest ancestor
+    named test* (tests/, testing/); a test file beside source code adds no directory."""
+    out = set()
+    for f in test_files:
+        parts = f.split("/")[:-1]
+        named = [i for i, p in enumerate(parts) if p.lower().startswith("test")]
+        if named:
+            out.add("/".join(parts[: named[0] + 1]))
+    return out
+
+
+def _restore(commit, test_files):
+    tracked = [
+        p
+        for p in _git("ls-tree", "-r", "-z", "--name-only", commit).decode("utf-8", "surrogateescape").split("\0")
+        if p
+    ]
+    dirs = test_dirs(test_files)
+    wanted = set(test_files)
+    for p in tracked:
+        if PLANTED.search(p) or any(p.startswith(d + "/") for d in dirs):
+            wanted.add(p)
+    wanted &= set(tracked)
+    paths = sorted(wanted)
+    for i in range(0, len(paths), 500):  # a path the patch made a directory or a link: checkout replaces it
+        _git("checkout", "-q", "-f", commit, "--", *paths[i : i + 500])
+
+
+def _ignored(paths):
+    if not paths:
+        return set()
+    data = "\0".join(paths).encode("utf-8", "surrogateescape") + b"\0"
+    out = subprocess.run(GIT + ["check-ignore", "--no-index", "-z", "--stdin"], input=data, stdout=subprocess.PIPE)
+    return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def _added_lines(path, new):
+    """The lines the patch adds to `path` (all of a new file's)."""
+    if new:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+    diff = _git("diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--", path, check=False)
+    return [
+        l[1:] for l in diff.decode("utf-8", "replace").splitlines() if l.startswith("+") and not l.startswith("+++")
+    ]
+
+
+def audit(changes, test_files):
+    """{path: added lines} -> the reasons a change to non-test Python reaches test machinery."""
+    dirs = test_dirs(test_files)
+    reasons = []
+    for path, lines in sorted(changes.items()):
+        if not path.endswith(".py") or path in test_files or any(path.startswith(d + "/") for d in dirs):
+            continue
+        for line in lines:
+            code = line.split("#", 1)[0]
+            for pattern, what in AUDIT:
+                if pattern.search(code):
+                    reasons.append("%s reaches %s: %s" % (path, what, line.strip()[:120]))
+                    break
+    return reasons
+
+
+def check(manifest, commit, test_files):
+    untracked, control = _read(manifest)
+    tamper = []
+    now_control = _git_control()
+    for p in sorted(set(control) | set(now_control)):
+        if control.get(p) != now_control.get(p):
+            tamper.append("git's own file %s changed" % p)
+    if tamper:  # git itself cannot be trusted to restore anything now
+        return tamper
+    now = _untracked()
+    new = [p for p in now if p not in untracked]
+    links = [p for p in new if os.path.islink(p)]
+    if links:  # a link can stand in for a directory git would restore through
+        return ["added a symbolic link %s -> %s" % (p, os.readlink(p)) for p in links]
+    _restore(commit, test_files)
+    now = _untracked()
+    new = [p for p in now if p not in untracked]
+    for p in sorted(set(untracked) - set(now)):
+        tamper.append("removed %s, which git does not track" % p)
+    for p in now:
+        if p in untracked and _digest(p) != untracked[p]:
+            tamper.append("changed %s, which git does not track" % p)
+    ignored = _ignored(new)
+    kept = []
+    for p in new:
+        if PLANTED.search(p) or GENERATED.search(p) or p in ignored:
+            os.remove(p)
+            print("bugforge-sweep: removed %s" % p)
+        else:
+            kept.append(p)
+    changed = _git("diff", "--name-only", "-z", "--no-renames", check=False).decode("utf-8", "surrogateescape")
+    changes = {p: _added_lines(p, False) for p in changed.split("\0") if p}
+    changes.update({p: _added_lines(p, True) for p in kept})
+    return tamper + audit(changes, test_files)
+
+
+def reset(manifest):
+    """Back to the index and the baseline's untracked files: undo a failed try at applying a patch."""
+    untracked, _ = _read(manifest)
+    _git("checkout", "-q", "-f", "--", ".")
+    for p in _untracked():
+        if p not in untracked and not p.endswith("/"):
+            os.remove(p)
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] in ("capture", "reset"):
+        (capture if argv[0] == "capture" else reset)(argv[1])
+        return 0
+    if len(argv) >= 3 and argv[0] == "check":
+        if not os.path.exists(argv[1]):
+            print("bugforge-tamper: no baseline manifest %s (export the instance again)" % argv[1])
+            return TAMPER
+        reasons = check(argv[1], argv[2], argv[3:])
+        for r in reasons:
+            print("bugforge-tamper: %s" % r)
+        return TAMPER if reasons else 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
