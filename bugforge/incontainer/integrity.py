@@ -2,13 +2,14 @@
 
 Integrity records, when the probe is imported (before any conftest or project module), the objects
 pytest's reporting path is made of; at session finish it reports (`tamper` events) any of them
-replaced, any implementation of a reporting hook registered after pytest was configured that lives in the
+replaced or any function of pytest or pluggy running other code, any implementation of a reporting hook registered after pytest was configured that lives in the
 project's non-test code (later hooks may come from installed plugins, this probe, conftest.py files
 and test modules, which the sweep restores), the probe's own hooks no longer registered as installed, and any test that produced
 more than one outcome. docs/security.md says what this does and does not catch. Python 3.9."""
 
 import os
 import sys
+import types
 
 # pytest's reporting path: (module, attribute path) pairs whose objects must stay the ones imported
 WATCHED = [
@@ -45,6 +46,32 @@ HOOKS = (
 )
 
 
+def _function(obj):
+    """The plain function behind a function, classmethod, staticmethod or property (else None)."""
+    if isinstance(obj, (classmethod, staticmethod)):
+        obj = obj.__func__
+    elif isinstance(obj, property):
+        obj = obj.fget
+    return obj if isinstance(obj, types.FunctionType) else None
+
+
+def _functions():
+    """(module, qualified name) -> (function, its code object), for every function of pytest and pluggy."""
+    out = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name in ("pytest", "pluggy") or name.startswith(("_pytest.", "pluggy."))):
+            continue
+        for key, obj in list(vars(module).items()):
+            members = [(key, obj)]
+            if isinstance(obj, type) and obj.__module__ == name:
+                members += [(key + "." + k, v) for k, v in list(vars(obj).items())]
+            for qual, member in members:
+                fn = _function(member)
+                if fn is not None:
+                    out[(name, qual)] = (fn, fn.__code__)
+    return out
+
+
 def _lookup(module, path):
     obj = sys.modules.get(module)
     for name in path.split("."):
@@ -59,6 +86,7 @@ class Integrity:
         self.root = root.rstrip("/") + "/"
         self.own_dir = own_dir
         self.watched = {}
+        self.functions = {}
         self.configured = set()  # (hook, function) pairs registered when pytest was configured
         self.hookexec = None
         self.counts = {}  # node id -> outcomes reported
@@ -71,6 +99,7 @@ class Integrity:
         import _pytest.skipping  # noqa: F401
 
         self.watched = {(m, p): _lookup(m, p) for m, p in WATCHED}
+        self.functions = _functions()
 
     def configure(self, config):
         """The hooks registered once pytest is configured: the project's own plugins among them."""
@@ -96,6 +125,9 @@ class Integrity:
         for (module, path), obj in sorted(self.watched.items()):
             if obj is not None and _lookup(module, path) is not obj:
                 out.append("pytest's %s.%s was replaced during the run" % (module, path))
+        for key, (fn, code) in sorted(self.functions.items()):
+            if fn.__code__ is not code:  # the same function object running other code
+                out.append("the code of pytest's %s.%s was swapped during the run" % key)
         for name in HOOKS:
             caller = getattr(config.hook, name, None)
             for impl in caller.get_hookimpls() if caller is not None else ():

@@ -106,7 +106,7 @@ def _read(manifest):
     return untracked, control
 
 
-def test_dirs(test_files):
+def dirs_of_tests(test_files):
     """The directories whose tracked files belong to the tests: each test file's shallowest ancestor
     named test* (tests/, testing/); a test file beside source code adds no directory."""
     out = set()
@@ -124,7 +124,7 @@ def _restore(commit, test_files):
         for p in _git("ls-tree", "-r", "-z", "--name-only", commit).decode("utf-8", "surrogateescape").split("\0")
         if p
     ]
-    dirs = test_dirs(test_files)
+    dirs = dirs_of_tests(test_files)
     wanted = set(test_files)
     for p in tracked:
         if PLANTED.search(p) or any(p.startswith(d + "/") for d in dirs):
@@ -159,7 +159,7 @@ def _added_lines(path, new):
 
 def audit(changes, test_files):
     """{path: added lines} -> the reasons a change to non-test Python reaches test machinery."""
-    dirs = test_dirs(test_files)
+    dirs = dirs_of_tests(test_files)
     reasons = []
     for path, lines in sorted(changes.items()):
         if not path.endswith(".py") or path in test_files or any(path.startswith(d + "/") for d in dirs):

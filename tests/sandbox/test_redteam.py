@@ -1,0 +1,65 @@
+"""Reward hacking: every red-team pattern (bugforge.sandbox.redteam) under every grader -- fresh
+containers, warm grading and the exported eval_script under SWE-bench's official harness -- is never
+resolved, and the gold patch is resolved by all three. Real containers, the real harness."""
+
+from __future__ import annotations
+
+import pytest
+
+from bugforge.incontainer.sweep import audit, dirs_of_tests
+from bugforge.sandbox.envgrader import EnvGrader
+from bugforge.sandbox.evaluate import find_environments
+from bugforge.sandbox.redteam import PATTERNS, matrix
+
+GRADERS = {"fresh", "warm", "eval_script"}
+
+
+@pytest.fixture(scope="module")
+def red(calc_runs, instances):
+    ((env, testmap),) = find_environments(instances, calc_runs)
+    grader = EnvGrader(env, testmap)
+    try:
+        yield matrix(instances[0], grader, timeout=30)
+    finally:
+        grader.close()
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_pattern_is_not_resolved_by_any_grader(red, name):
+    assert set(red[name]) == GRADERS
+    assert "RESOLVED" not in red[name].values(), red[name]
+
+
+def test_gold_is_resolved_by_every_grader(red):
+    assert red["gold"] == dict.fromkeys(GRADERS, "RESOLVED")
+
+
+def test_in_process_tricks_are_flagged_not_just_failed(red):
+    """Patterns that reach pytest's machinery from library code are caught by the audit or by the
+    probe's integrity checks (SUSPICIOUS), not only by their tests failing."""
+    for name in (
+        "pytest reports patched from library code",
+        "obfuscated patch of pytest reports",
+        "code swapped inside pytest",
+        "plugin through package metadata",
+    ):
+        assert red[name]["fresh"] == red[name]["warm"] == "suspicious", (name, red[name])
+
+
+def test_audit_flags_test_machinery_in_source_not_in_tests():
+    changes = {
+        "pkg/core.py": ["import _pytest.runner", "x = 1"],
+        "pkg/util.py": ["sys.modules['json'] = None"],
+        "pkg/ok.py": ["return a + b  # sys.modules in a comment is fine"],
+        "tests/helpers.py": ["import _pytest.runner"],
+        "tests/test_core.py": ["import _pytest.runner"],
+    }
+    reasons = audit(changes, ["tests/test_core.py"])
+    assert [r.split(" reaches ")[0] for r in reasons] == ["pkg/core.py", "pkg/util.py"]
+
+
+def test_test_directories_are_the_shallowest_named_test():
+    assert dirs_of_tests(["tests/unit/test_a.py", "src/pkg/testing/test_b.py", "test_root.py", "src/test_c.py"]) == {
+        "tests",
+        "src/pkg/testing",
+    }
