@@ -1,21 +1,12 @@
 """Warm grading: many predictions for instances of one environment, in one warm container of the
-environment image, instead of a fresh container of each instance image.
+environment image (a Workbench), instead of a fresh container of each instance image.
 
-Per prediction the test server (factory/zygote.py) puts the instance's bug in place (`git apply`, then
-`git add -A`, so the index holds the buggy state as in the instance image and SWE-bench's apply
-fallbacks behave the same), applies the model patch with those fallbacks, restores tests and test
-configuration, and reports the tree's diff against the environment's commit. Tests whose coverage
-(bugforge.testing.testmap) touches no changed line keep their baseline outcome, which is `passed` for every
-FAIL_TO_PASS and PASS_TO_PASS test by construction; the rest run, unprivileged, in a forked child.
-A tree identical to the baseline runs nothing. A file added, deleted or replaced as a whole (a notes file,
-a reproduction script) is seen only by the tests that opened, checked or listed it, or looked up a module of
-its name, at baseline (the probe records that). Where the map cannot decide (a line run at import time,
-a file something read at import or collection time) all of the instance's tests run. Then bugforge.testing.grading.grade, as always.
-
-Isolation: predictions share the container, so the run is guarded (see factory/zygote.py): the tests run
-as the image's unprivileged user, every process of that user is killed after the run, the tree is reset,
-files the run created are deleted, and any other change to a place the user can write retires the
-container. `bugforge eval --isolation fresh` grades each prediction in a fresh container instead."""
+Per prediction the test server puts the instance's bug in place (`git apply`, then `git add -A`, so
+the index holds the buggy state as in the instance image), applies the model patch with SWE-bench's
+fallbacks, sweeps the tree as every grader does (bugforge.testing.tamper), and reports the tree's diff
+against the environment's commit; only the tests that can see that diff run (bugforge.testing.selection),
+unprivileged and guarded; the others keep their baseline outcome. Then bugforge.testing.grading.grade.
+docs/warm-grading.md states the guarantees; docs/security.md the sweep."""
 
 from __future__ import annotations
 

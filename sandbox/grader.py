@@ -1,8 +1,8 @@
-"""Grade a patch against a task instance, the way every stage does: a fresh container from the
-instance image (no network), the patch applied with SWE-bench's fallbacks, every test file and test
-configuration restored from the instance's commit, planted conftest/sitecustomize/.pth files removed,
-the FAIL_TO_PASS and PASS_TO_PASS tests run with bugforge's structured report (not console text, which
-a patch can fake), then bugforge.testing.grading.grade. Containers are removed with no stop wait."""
+"""Grade a patch against a task instance in a fresh container of the instance image (no network): the
+patch applied with SWE-bench's fallbacks, the tree swept (bugforge.testing.tamper: tests and test
+configuration restored, planted files removed, the patch audited), the FAIL_TO_PASS and PASS_TO_PASS
+tests run with bugforge's structured report (not console text, which a patch can fake), then
+bugforge.testing.grading.grade. Containers are removed with no stop wait. docs/security.md."""
 
 from __future__ import annotations
 

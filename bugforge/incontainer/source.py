@@ -140,7 +140,7 @@ def removed_methods(source, new_source):
     """[Removal] for every method the change removes, when it only removes methods (functions directly
     in a class body) and changes nothing else (blank lines and comments aside; a `pass` where a class
     body would be empty). Such a change is seen only by code that looks the name up on the class, an
-    instance or a subclass: the lookup map (factory/probe.py) decides it. A method qualifies only when it is a plain, static or class method
+    instance or a subclass: the lookup map (lookups.py) decides it. A method qualifies only when it is a plain, static or class method
     or a property (no other decorator: one could keep it elsewhere), its name is not a dunder name
     (Python finds those its own ways), nothing else in the class body binds or reads the name, its
     defaults and annotations call nothing (removing it stops them running), and its class has no
