@@ -5,7 +5,7 @@ pytest's reporting path is made of; at session finish it reports (`tamper` event
 replaced or any function of pytest or pluggy running other code, any implementation of a reporting hook registered after pytest was configured that lives in the
 project's non-test code (later hooks may come from installed plugins, this probe, conftest.py files
 and test modules, which the sweep restores), the probe's own hooks no longer registered as installed, and any test that produced
-more than one outcome. docs/security.md says what this does and does not catch. Python 3.9."""
+more than one outcome, or, in a run that went to its end, none. docs/security.md says what this does and does not catch. Python 3.9."""
 
 import os
 import sys
@@ -120,7 +120,8 @@ class Integrity:
         name = os.path.basename(path)
         return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 
-    def problems(self, config, probe_hooks):
+    def problems(self, session, exitstatus, probe_hooks):
+        config = session.config
         out = []
         for (module, path), obj in sorted(self.watched.items()):
             if obj is not None and _lookup(module, path) is not obj:
@@ -146,4 +147,10 @@ class Integrity:
             if not any(i.function is function for i in impls):
                 out.append("the probe's %s is no longer registered" % name)
         out += ["%s reported %d outcomes" % (n, c) for n, c in sorted(self.counts.items()) if c > 1]
+        if int(exitstatus) in (0, 1) and not (session.shouldstop or session.shouldfail):  # a run to its end
+            out += [
+                "%s was selected and produced no outcome" % i.nodeid
+                for i in session.items
+                if i.nodeid not in self.counts
+            ]
         return out

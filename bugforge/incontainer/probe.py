@@ -112,7 +112,7 @@ class Probe:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
         hooks = {name: globals()[name] for name in HOOKS}
-        for reason in self.integrity.problems(session.config, hooks):
+        for reason in self.integrity.problems(session, exitstatus, hooks):
             self.report.emit({"event": "tamper", "reason": reason})
         self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
         if self.lookups_path:
