@@ -4,7 +4,7 @@
 
 The exported eval_script prints this between the harness's markers instead of pytest's console, so
 nothing a test prints can pose as a result. A report that records tampering, or has no end-of-run
-record, prints no result. Standard library only, Python 3.9."""
+record, prints the reasons (`bugforge-tamper: ...`) and no result, as the graders do. Standard library only, Python 3.9."""
 
 import json
 import sys
@@ -30,14 +30,13 @@ def main(path):
             tamper.append(r.get("reason", ""))
         elif r.get("event") == "finish":
             finished = True
+    if not finished:  # the process ended before the probe's checks ran: as the graders, no result
+        tamper.append("the test run ended before pytest's session finished")
     for reason in tamper:
         print("bugforge-tamper: %s" % reason)
-    if tamper:
-        return 0
-    for nodeid, outcome in sorted(outcomes.items()):
-        print("%s %s" % (STATUS.get(outcome, outcome.upper()), nodeid))
-    if not finished:
-        print("bugforge: the run has no end-of-run record")
+    if not tamper:
+        for nodeid, outcome in sorted(outcomes.items()):
+            print("%s %s" % (STATUS.get(outcome, outcome.upper()), nodeid))
     return 0
 
 

@@ -35,15 +35,17 @@ def test_gold_is_resolved_by_every_grader(red):
 
 
 def test_in_process_tricks_are_flagged_not_just_failed(red):
-    """Patterns that reach pytest's machinery from library code are caught by the audit or by the
-    probe's integrity checks (SUSPICIOUS), not only by their tests failing."""
+    """Patterns that reach pytest's machinery from library code, or end the run before its checks, are
+    caught by the audit or by the probe's integrity checks (SUSPICIOUS) in every grader, not only by
+    their tests failing."""
     for name in (
         "pytest reports patched from library code",
         "obfuscated patch of pytest reports",
         "code swapped inside pytest",
         "plugin through package metadata",
+        "exit 0 at import",
     ):
-        assert red[name]["fresh"] == red[name]["warm"] == "suspicious", (name, red[name])
+        assert set(red[name].values()) == {"suspicious"}, (name, red[name])
 
 
 def test_audit_flags_test_machinery_in_source_not_in_tests():
