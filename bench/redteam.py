@@ -31,6 +31,7 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=2, help="instances to attack (one per strategy first)")
     ap.add_argument("--gold", type=int, default=0, help="gold patches to grade (0 = every row)")
     ap.add_argument("--timeout", type=int, default=60)
+    ap.add_argument("--logs", default="runs/redteam", help="where the official harness's logs of the gold run go")
     a = ap.parse_args()
     rows = read_jsonl(Path(a.dataset))
     envs = find_environments(rows, Path(a.dataset).parent)
@@ -60,7 +61,13 @@ def main() -> int:
         t = time.monotonic()
         fresh = [grade_patch(r, r["patch"], timeout=a.timeout) for r in gold]
         warm = [grader.grade(r, r["patch"], timeout=a.timeout) for r in gold]
-        official = harness(gold, {r["instance_id"]: r["patch"] for r in gold}, timeout=a.timeout)
+        official = harness(
+            gold,
+            {r["instance_id"]: r["patch"] for r in gold},
+            timeout=a.timeout,
+            run_id=f"gold{int(time.time())}",
+            keep=Path(a.logs),
+        )
         counts = [
             sum(g.resolved for g in fresh),
             sum(g.resolved for g in warm),

@@ -145,10 +145,20 @@ def verdict(status: str, resolved: bool) -> str:
     return "RESOLVED" if resolved else "suspicious" if status == "SUSPICIOUS" else "not resolved"
 
 
-def harness(rows: list[dict], preds: dict[str, str], timeout: int = 120, workers: int = 2) -> dict[str, str]:
+def harness(
+    rows: list[dict],
+    preds: dict[str, str],
+    timeout: int = 120,
+    workers: int = 2,
+    run_id: str = "redteam",
+    keep: Path | None = None,
+) -> dict[str, str]:
     """Grade `preds` ({instance id: patch}) with SWE-bench's official harness; verdict per id (an id
-    whose eval_script reported tampering is `suspicious`)."""
-    with tempfile.TemporaryDirectory() as tmp:
+    whose eval_script reported tampering is `suspicious`). `keep`: a directory for the harness's logs
+    (else a temporary one)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = str(Path(keep).resolve()) if keep else scratch
+        Path(tmp).mkdir(parents=True, exist_ok=True)
         data, pred = Path(tmp) / "rows.jsonl", Path(tmp) / "preds.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
         pred.write_text(
@@ -158,14 +168,14 @@ def harness(rows: list[dict], preds: dict[str, str], timeout: int = 120, workers
             )
         )
         cmd = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(data), "-p", str(pred)]
-        cmd += ["--run_id", "redteam", "--max_workers", str(workers), "--timeout", str(timeout)]
+        cmd += ["--run_id", run_id, "--max_workers", str(workers), "--timeout", str(timeout)]
         r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=3600)
         if r.returncode:
             raise RuntimeError(f"the SWE-bench harness failed: {r.stderr[-2000:]}")
-        report = json.loads((Path(tmp) / "redteam.redteam.json").read_text())
+        report = json.loads((Path(tmp) / f"redteam.{run_id}.json").read_text())
         out = {}
         for iid in preds:
-            log = Path(tmp) / "logs" / "run_evaluation" / "redteam" / "redteam" / iid / "test_output.txt"
+            log = Path(tmp) / "logs" / "run_evaluation" / run_id / "redteam" / iid / "test_output.txt"
             tampered = log.exists() and "bugforge-tamper:" in log.read_text(errors="replace")
             out[iid] = "RESOLVED" if iid in report["resolved_ids"] else "suspicious" if tampered else "not resolved"
         return out
