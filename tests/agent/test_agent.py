@@ -160,15 +160,29 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_mo
     assert turn.prompt_token_ids
     preds, trajs = tmp_path / "preds.jsonl", tmp_path / "trajs.jsonl"
     box = Runtime(SandboxConfig(owner="pytest-agent"))
-    killer = None
-    try:
-        import threading
 
-        killer = threading.Timer(2.0, lambda: os.killpg(server.pid, signal.SIGKILL))
-        killer.start()
+    class KillsTheServer:
+        """The policy, with the model server killed right after its first answer in the run: mid-episode,
+        however slowly the machine starts sessions."""
+
+        def __init__(self, inner):
+            self.inner, self.calls = inner, 0
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def complete(self, *args, **kwargs):
+            turn = self.inner.complete(*args, **kwargs)
+            self.calls += 1
+            if self.calls == 1:
+                os.killpg(server.pid, signal.SIGKILL)
+            return turn
+
+    dying = KillsTheServer(policy)
+    try:
         run_dataset(
             instances,
-            lambda r: policy,
+            lambda r: dying,
             box,
             predictions=preds,
             trajectories=trajs,
@@ -177,8 +191,6 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_mo
             grade=False,
         )
     finally:
-        if killer:
-            killer.cancel()
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
         box.shutdown()
