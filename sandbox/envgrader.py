@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bugforge.records import EnvRecord
-from bugforge.sandbox.grader import GradeResult, grade_patch, labels_of, setup_script
+from bugforge.sandbox.grader import GradeResult, grade_patch, labels_of, setup_script, suspicious
 from bugforge.testing import tamper
 from bugforge.testing.grading import grade
 from bugforge.testing.patches import changes_of_diff, files_of
@@ -119,15 +119,7 @@ class EnvGrader:
             )
         if resp.get("setup_rc") == tamper.TAMPER_EXIT:
             log = resp.get("setup_log", "")
-            return GradeResult(
-                iid,
-                False,
-                "SUSPICIOUS",
-                True,
-                seconds=time.monotonic() - t0,
-                log=log[-2000:],
-                tamper=tamper.reasons(log),
-            )
+            return suspicious(iid, tamper.reasons(log), time.monotonic() - t0, log)
         if resp.get("setup_rc") == 97:
             return GradeResult(
                 iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0, log=resp.get("setup_log", "")[-2000:]
@@ -150,15 +142,7 @@ class EnvGrader:
                         iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:]
                     )
                 if run.suspicious():
-                    return GradeResult(
-                        iid,
-                        False,
-                        "SUSPICIOUS",
-                        True,
-                        seconds=time.monotonic() - t0,
-                        log=run.log_tail[-2000:],
-                        tamper=run.suspicious(),
-                    )
+                    return suspicious(iid, run.suspicious(), time.monotonic() - t0, run.log_tail)
                 outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
                 log = run.log_tail
             log += f"\n[bugforge] warm grading: ran {len(run_these)} of {len(tests)} tests (the others cannot see the change)"

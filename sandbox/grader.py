@@ -50,6 +50,11 @@ class GradeResult:
         return len(self.FAIL_TO_PASS.get("success", [])) / n if n else 0.0
 
 
+def suspicious(instance_id: str, why: list[str], seconds: float, log: str) -> GradeResult:
+    """The grade of a patch that tampered with grading (docs/security.md): never resolved."""
+    return GradeResult(instance_id, False, "SUSPICIOUS", True, seconds=seconds, log=log[-2000:], tamper=why)
+
+
 def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -> str:
     """Apply /tmp/bugforge-out/patch.diff like SWE-bench's harness, then sweep (bugforge.testing.tamper):
     tests and test configuration restored from `commit` (default: the instance's), planted files
@@ -92,15 +97,13 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
     )
     secs = time.monotonic() - t0
     if run.exit_code == tamper.TAMPER_EXIT and not run.outcomes:
-        why = tamper.reasons(run.log_tail)
-        return GradeResult(iid, False, "SUSPICIOUS", True, seconds=secs, log=run.log_tail[-2000:], tamper=why)
+        return suspicious(iid, tamper.reasons(run.log_tail), secs, run.log_tail)
     if run.exit_code == 97 and not run.outcomes:
         return GradeResult(iid, False, "PATCH_FAILED", False, seconds=secs, log=run.log_tail[-2000:])
     if run.timed_out:
         return GradeResult(iid, False, "TIMEOUT", True, seconds=secs, log=run.log_tail[-2000:])
     if run.suspicious():
-        why = run.suspicious()
-        return GradeResult(iid, False, "SUSPICIOUS", True, seconds=secs, log=run.log_tail[-2000:], tamper=why)
+        return suspicious(iid, run.suspicious(), secs, run.log_tail)
     g: Grade = grade(f2p, p2p, run.outcomes)
     return GradeResult(
         iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs, run.log_tail[-2000:]
