@@ -24,7 +24,6 @@ from bugforge.factory.generate import Scratch, load_validated
 from bugforge.images import image_exists
 from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
 from bugforge.testing import tamper
-from bugforge.testing.tamper import CONFIG_NAMES
 from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR, file_archive, pytest_command, tools_archive
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
@@ -54,7 +53,7 @@ def test_files_of(val: Validation, repo_dir: str) -> list[str]:
     tracked = subprocess.run(
         ["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True
     ).stdout.split()
-    config = {p for p in tracked if p.rsplit("/", 1)[-1] in CONFIG_NAMES}
+    config = {p for p in tracked if p.rsplit("/", 1)[-1] in tamper.CONFIG_NAMES}
     return sorted(files | (config & set(tracked)))
 
 
@@ -63,13 +62,12 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str]) -> st
     (bugforge.testing.tamper) against the baseline the image carries, the graders' pytest command on
     `selection` with the probe, its console kept out of the log, then the probe's report between the
     harness's markers in the form its pytest log parser reads."""
-    tests = sorted({t.split("::")[0] for t in selection})
     return "\n".join(
         [
             "#!/bin/bash",
             "set -uo pipefail",
             "cd /testbed",
-            f"{tamper.check(commit, tests, tamper.IMAGE_MANIFEST)} || {{ echo 'bugforge: not graded'; exit 1; }}",
+            f"{tamper.check(commit, selection, tamper.IMAGE_MANIFEST)} || {{ echo 'bugforge: not graded'; exit 1; }}",
             "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
             f"mkdir -p {OUT} && cat > {OUT}/select.txt <<'BUGFORGE_SELECTION'",
             *selection,

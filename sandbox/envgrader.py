@@ -20,7 +20,6 @@ from bugforge.testing import tamper
 from bugforge.testing.grading import grade
 from bugforge.testing.patches import changes_of_diff, files_of
 from bugforge.testing.selection import selection_for
-from bugforge.testing.tamper import CONFIG_NAMES
 from bugforge.testing.testmap import TestMap
 from bugforge.testing.testrun import OUT, RESTORE, Workbench
 
@@ -33,7 +32,7 @@ def warm_gradable(instance: dict, env: EnvRecord) -> bool:
     if instance.get("env_image") != env.image or not instance.get("bug_patch"):
         return False
     tests = set(instance.get("test_files") or [])
-    return not any(f in tests or f.rsplit("/", 1)[-1] in CONFIG_NAMES for f in files_of(instance["bug_patch"]))
+    return not any(f in tests or f.rsplit("/", 1)[-1] in tamper.CONFIG_NAMES for f in files_of(instance["bug_patch"]))
 
 
 class EnvGrader:
@@ -141,8 +140,9 @@ class EnvGrader:
                     return GradeResult(
                         iid, False, "TIMEOUT", True, seconds=time.monotonic() - t0, log=run.log_tail[-2000:]
                     )
-                if run.suspicious():
-                    return suspicious(iid, run.suspicious(), time.monotonic() - t0, run.log_tail)
+                why = run.suspicious()
+                if why:
+                    return suspicious(iid, why, time.monotonic() - t0, run.log_tail)
                 outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
                 log = run.log_tail
             log += f"\n[bugforge] warm grading: ran {len(run_these)} of {len(tests)} tests (the others cannot see the change)"

@@ -62,7 +62,6 @@ def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -
     puts the bug in place); the baseline is recorded after it."""
     commit = commit or instance.get("base_commit") or "HEAD"
     f2p, p2p = labels_of(instance)
-    tests = sorted({t.split("::")[0] for t in (*f2p, *p2p)})
     # each fallback starts from the tree as it was before the first try (a failed --reject leaves hunks behind)
     tries = " || ".join(
         f"({'' if i == 0 else tamper.reset() + ' && '}{cmd} {OUT}/patch.diff)" for i, cmd in enumerate(APPLY)
@@ -74,7 +73,7 @@ def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -
             tamper.capture(),
             f"if [ -s {OUT}/patch.diff ]; then {{ {tries} || git apply --check --reverse {OUT}/patch.diff; }}"
             f" > {OUT}/apply.log 2>&1 || {{ tail -n 20 {OUT}/apply.log; exit 97; }}; fi",
-            tamper.check(commit, tests),
+            tamper.check(commit, [*f2p, *p2p]),
             "export PYTHONNOUSERSITE=1",
         ]
     )
@@ -102,8 +101,9 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
         return GradeResult(iid, False, "PATCH_FAILED", False, seconds=secs, log=run.log_tail[-2000:])
     if run.timed_out:
         return GradeResult(iid, False, "TIMEOUT", True, seconds=secs, log=run.log_tail[-2000:])
-    if run.suspicious():
-        return suspicious(iid, run.suspicious(), secs, run.log_tail)
+    why = run.suspicious()
+    if why:
+        return suspicious(iid, why, secs, run.log_tail)
     g: Grade = grade(f2p, p2p, run.outcomes)
     return GradeResult(
         iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs, run.log_tail[-2000:]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bugforge.engine import LABEL, client
+from bugforge.sandbox.grader import grade_patch, labels_of
 from bugforge.testing.testrun import file_archive
 
 FORCE_PASS = """import pytest
@@ -115,10 +116,7 @@ PATTERNS: dict[str, Pattern] = {
 def patch_for(instance: dict, name: str) -> str:
     """The patch pattern `name` makes in a container of the instance's image."""
     pattern = PATTERNS[name]
-    f2p, p2p = (
-        json.loads(instance[k]) if isinstance(instance[k], str) else instance[k]
-        for k in ("FAIL_TO_PASS", "PASS_TO_PASS")
-    )
+    f2p, p2p = labels_of(instance)
     env = {
         "F": f2p[0].split("::")[0],
         "MOD": instance["files"][0] if instance.get("files") else "",
@@ -184,8 +182,6 @@ def harness(
 def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: int = 60) -> dict[str, dict[str, str]]:
     """{pattern: {"fresh" | "warm" | "eval_script": verdict}} for one instance; `grader`: an EnvGrader
     of the instance's environment. The gold patch is graded too, as the pattern "gold"."""
-    from bugforge.sandbox.grader import grade_patch
-
     patches = {"gold": instance["patch"], **{n: patch_for(instance, n) for n in names or PATTERNS}}
     out = {}
     for name, patch in patches.items():

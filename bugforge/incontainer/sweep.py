@@ -188,7 +188,7 @@ def check(manifest, commit, test_files):
     if links:  # a link can stand in for a directory git would restore through
         return ["added a symbolic link %s -> %s" % (p, os.readlink(p)) for p in links]
     _restore(commit, test_files)
-    now = _untracked()
+    now = _untracked()  # again: a restore can replace a directory the patch made where a tracked file was
     new = [p for p in now if p not in untracked]
     for p in sorted(set(untracked) - set(now)):
         tamper.append("removed %s, which git does not track" % p)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR
+from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR, selection_files
 
 # test configuration: a bug may not touch these (warm grading keeps them from the environment's commit)
 CONFIG_NAMES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
@@ -28,9 +28,10 @@ def reset(manifest: str = RUN_MANIFEST) -> str:
     return f"{SWEEP} reset {manifest}"
 
 
-def check(commit: str, test_files: list[str], manifest: str = RUN_MANIFEST) -> str:
-    """Shell: the sweep and the audit after a patch (exits TAMPER_EXIT, one PREFIX line a reason)."""
-    return " ".join([SWEEP, "check", manifest, shlex.quote(commit), *(shlex.quote(f) for f in sorted(test_files))])
+def check(commit: str, selection: list[str], manifest: str = RUN_MANIFEST) -> str:
+    """Shell: the sweep and the audit after a patch, for the tests of `selection` (node ids); exits
+    TAMPER_EXIT, one PREFIX line a reason."""
+    return " ".join([SWEEP, "check", manifest, shlex.quote(commit), *map(shlex.quote, selection_files(selection))])
 
 
 def reasons(log: str) -> list[str]:
