@@ -239,7 +239,9 @@ class Validation:
 
 @dataclass
 class TaskInstance:
-    """A row of the exported JSONL: a SWE-bench 5.x instance plus bugforge's own fields."""
+    """A row of the exported JSONL: a SWE-bench 5.x instance plus bugforge's own fields. `image_name`
+    (SWE-smith's and SWE-agent's name) and `docker_image` (mini-swe-agent's second choice) repeat
+    `image`; rows written before they existed read with them filled in from `image`."""
 
     instance_id: str
     repo: str
@@ -267,6 +269,23 @@ class TaskInstance:
     env_image: str = ""
     test_files: list[str] = field(default_factory=list)
     pytest_args: list[str] = field(default_factory=list)
+    image_name: str = ""
+    docker_image: str = ""
+
+    def __post_init__(self):
+        self.image_name = self.image_name or self.image
+        self.docker_image = self.docker_image or self.image
+
+
+@dataclass
+class Prediction:
+    """One model's patch for one instance, as the SWE-bench harness reads it (sandbox.predictions reads
+    every file form that harness accepts into these)."""
+
+    instance_id: str
+    model_patch: str
+    """A unified diff against the instance's base commit; empty: the model produced no patch."""
+    model_name_or_path: str = "model"
 
 
 @dataclass

@@ -22,7 +22,17 @@ from bugforge.factory import statement
 from bugforge.factory.acquire import FIXED_DATE
 from bugforge.factory.generate import Scratch, load_validated
 from bugforge.images import image_exists
-from bugforge.records import Candidate, EnvRecord, TaskInstance, Validation, append_jsonl, load_env, read_jsonl
+from bugforge.records import (
+    Candidate,
+    EnvRecord,
+    TaskInstance,
+    Validation,
+    append_jsonl,
+    from_dict,
+    load_env,
+    read_jsonl,
+    to_dict,
+)
 from bugforge.testing import tamper
 from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR, file_archive, pytest_command, tools_archive
 
@@ -135,7 +145,10 @@ def export(
     progress: Callable[[str, int, int], None] = lambda *a: None,
     statement_lm: tuple | None = None,
 ) -> Path:
-    """Build an image for every valid bug not yet exported and append its row to `out`."""
+    """Build an image for every valid bug not yet exported and append its row to `out`; rows already
+    there gain the fields added since they were written (`upgrade`), and `out`'s folder gets a dataset
+    card naming `out` as its data (`write_card`), so `datasets.load_dataset(folder, split=SPLIT)` and
+    the tools built on it (mini-swe-agent, SWE-agent) load the rows alone."""
     env_path = Path(env_path)
     env_dir = env_path if env_path.is_dir() else env_path.parent
     if not (env_dir / "env.json").exists():
@@ -145,6 +158,8 @@ def export(
     valid = load_validated(env_dir)
     if not valid:
         raise BugforgeError(f"no validated bugs in {env_dir}", "run `bugforge factory generate` first")
+    upgrade(out)
+    write_card(out)
     rows = {r["instance_id"]: r for r in read_jsonl(out)}
     todo = valid[:limit] if limit else valid
     progress("export", 0, len(todo))
@@ -191,6 +206,57 @@ def export(
             rows[iid] = row.__dict__
             progress("export", i, len(todo))
     return out
+
+
+SPLIT = "test"
+"""The split the dataset card declares (SWE-bench's name for its evaluation rows)."""
+
+CARD_MARK = "<!-- written by bugforge factory export -->"
+
+
+def upgrade(out: Path) -> None:
+    """Rewrite `out` (atomically) when a row lacks a field TaskInstance now fills in (image_name,
+    docker_image): each row read as a TaskInstance and written back, fields TaskInstance lacks kept."""
+    rows = read_jsonl(out)
+    names = TaskInstance.__dataclass_fields__
+    if all(set(names) <= set(r) for r in rows):
+        return
+
+    def filled(r: dict) -> dict:
+        try:
+            return (
+                to_dict(from_dict(TaskInstance, {k: v for k, v in r.items() if k in names}))
+                | r
+                | {k: r.get(k) or r["image"] for k in ("image_name", "docker_image")}
+            )
+        except (TypeError, KeyError):  # not a row bugforge wrote: as it is
+            return r
+
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(filled(r)) + "\n" for r in rows))
+    tmp.replace(out)
+
+
+def write_card(out: Path) -> None:
+    """A README.md beside `out` whose YAML header names `out` as the data file of split SPLIT (the folder
+    also holds other JSONL files: candidates, validations). A README.md bugforge did not write is left
+    as it is."""
+    card = out.parent / "README.md"
+    if card.exists() and CARD_MARK not in card.read_text(errors="replace"):
+        return
+    card.write_text(
+        "---\n"
+        "configs:\n"
+        "- config_name: default\n"
+        "  data_files:\n"
+        f"  - split: {SPLIT}\n"
+        f"    path: {out.name}\n"
+        "---\n"
+        f"{CARD_MARK}\n\n"
+        f"Task instances (SWE-bench 5.x rows, one image each) exported by bugforge: `{out.name}`, split `{SPLIT}`.\n"
+        f'Load with `datasets.load_dataset("{out.parent}", split="{SPLIT}")`; run agents on them as\n'
+        "bugforge's docs/mini-swe-agent.md shows; score predictions with `bugforge eval` or the SWE-bench harness.\n"
+    )
 
 
 def remove_images(rows: list[dict]) -> None:

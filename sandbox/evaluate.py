@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
-from bugforge.records import EnvRecord, load_env
+from bugforge.records import EnvRecord, Prediction, load_env
 from bugforge.sandbox.envgrader import EnvGrader, warm_gradable
 from bugforge.sandbox.grader import grade_patch
 from bugforge.testing.testmap import TestMap
@@ -41,7 +41,7 @@ def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, Te
 
 def evaluate(
     rows: list[dict],
-    predictions: list[dict],
+    predictions: list[Prediction] | list[dict],
     *,
     run_id: str,
     workers: int = 2,
@@ -53,9 +53,10 @@ def evaluate(
     """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader:
     per environment, warm containers up to the smaller of `workers` and the machine's cores, see
     GraderPool); the rest, and all with no `envs`, each in a fresh container of the instance image
-    (sandbox.grader)."""
+    (sandbox.grader). `predictions` are records (sandbox.predictions reads a file into them) or dicts
+    with the same keys."""
     by_id = {r["instance_id"]: r for r in rows}
-    preds = {p["instance_id"]: p for p in predictions}
+    preds = {p.instance_id: p for p in map(as_prediction, predictions)}
     unknown = sorted(set(preds) - set(by_id))
     if unknown:
         raise BugforgeError(
@@ -64,7 +65,7 @@ def evaluate(
         )
     if not preds:
         raise BugforgeError("the predictions file is empty", "run `bugforge run-agent` first")
-    model = next(iter(preds.values())).get("model_name_or_path", "model").replace("/", "__")
+    model = next(iter(preds.values())).model_name_or_path.replace("/", "__")
     base = Path(log_dir) / run_id / model
     reports: dict[str, dict] = {}
     todo = []
@@ -72,7 +73,7 @@ def evaluate(
         f = base / iid / "report.json"
         if f.exists():
             reports[iid] = json.loads(f.read_text())[iid]
-        elif (p.get("model_patch") or "").strip():
+        elif p.model_patch.strip():
             todo.append(iid)
     lock = threading.Lock()
     progress("grading", 0, len(todo))
@@ -92,10 +93,10 @@ def evaluate(
         try:
             pool = pool_for(by_id[iid])
             if pool is None:
-                g = grade_patch(by_id[iid], preds[iid]["model_patch"])
+                g = grade_patch(by_id[iid], preds[iid].model_patch)
             else:
                 with pool.lend() as warm:
-                    g = warm.grade(by_id[iid], preds[iid]["model_patch"])
+                    g = warm.grade(by_id[iid], preds[iid].model_patch)
         except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
             return iid, {"error": f"{type(e).__name__}: {e}"}
         if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
@@ -114,7 +115,7 @@ def evaluate(
             rep["tests_status"] = {"FAIL_TO_PASS": g.FAIL_TO_PASS, "PASS_TO_PASS": g.PASS_TO_PASS}
         d = base / iid
         d.mkdir(parents=True, exist_ok=True)
-        (d / "patch.diff").write_text(preds[iid]["model_patch"])
+        (d / "patch.diff").write_text(preds[iid].model_patch)
         (d / "test_output.txt").write_text(json.dumps(g.outcomes, indent=1) + "\n" + g.log)
         (d / "report.json").write_text(json.dumps({iid: rep}, indent=4))
         return iid, rep
@@ -138,6 +139,12 @@ def evaluate(
     out.write_text(json.dumps(report, indent=4))
     (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
     return report, out
+
+
+def as_prediction(p: Prediction | dict) -> Prediction:
+    if isinstance(p, Prediction):
+        return p
+    return Prediction(p["instance_id"], p.get("model_patch") or "", p.get("model_name_or_path") or "model")
 
 
 def cpus() -> int:
@@ -190,9 +197,9 @@ class GraderPool:
             grader.close()
 
 
-def run_report(rows: list[dict], preds: dict[str, dict], reports: dict[str, dict]) -> dict:
+def run_report(rows: list[dict], preds: dict[str, Prediction], reports: dict[str, dict]) -> dict:
     ids = sorted(r["instance_id"] for r in rows)
-    empty = sorted(i for i, p in preds.items() if not (p.get("model_patch") or "").strip())
+    empty = sorted(i for i, p in preds.items() if not p.model_patch.strip())
     completed = sorted(i for i in reports)
     resolved = sorted(i for i in completed if reports[i]["resolved"])
     errors = sorted(i for i in preds if i not in reports and i not in empty)

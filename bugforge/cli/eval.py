@@ -6,13 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from bugforge.cli.common import Bars, console, default_of, load_dataset
-from bugforge.errors import BugforgeError
 from bugforge.sandbox.evaluate import evaluate
 
 
 def configure(ev) -> None:
     ev.add_argument("--dataset", required=True)
-    ev.add_argument("--predictions", required=True)
+    ev.add_argument(
+        "--predictions",
+        required=True,
+        help="JSONL, a JSON list, a JSON object keyed by instance id (mini-swe-agent's and SWE-agent's "
+        "preds.json), or `gold` (each row's own fix)",
+    )
     ev.add_argument("--run-id", default="bugforge")
     ev.add_argument("--workers", type=int, default=default_of(evaluate, "workers"))
     ev.add_argument("--report-dir", default=".")
@@ -28,13 +32,11 @@ def configure(ev) -> None:
 
 
 def cmd_eval(a) -> int:
-    from bugforge.records import read_jsonl
     from bugforge.sandbox.evaluate import find_environments
+    from bugforge.sandbox.predictions import read_predictions
 
     rows = load_dataset(a.dataset)
-    if not Path(a.predictions).exists():
-        raise BugforgeError(f"predictions file {a.predictions} does not exist", "run `bugforge run-agent` first")
-    preds = read_jsonl(Path(a.predictions))
+    preds = read_predictions(a.predictions, rows)
     envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
         report, out = evaluate(
