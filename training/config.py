@@ -17,6 +17,8 @@ PRESETS = {
     # plain GRPO (DeepSeekMath): sequence-mean loss, KL to the reference, symmetric clipping, std scaling.
     "grpo": {"loss_type": "grpo", "beta": 0.04, "epsilon": 0.2, "epsilon_high": 0.2, "scale_rewards": "group"},
 }
+HARNESSES = ("rollout", "env")
+TOOL_TEMPLATES = ("auto", "own", "qwen2.5")
 
 
 @dataclass
@@ -50,6 +52,15 @@ class GRPOTrainConfig:
     seed: int = 0
     output_dir: str = "runs/train/grpo"
     gradient_checkpointing: bool = False
+    harness: str = "rollout"
+    """rollout: TRL's rollout_func with bugforge's own episode loop (```bash text actions, env_mask, overlong
+    episodes filtered); env: TRL's environment_factory with native tool calls (bash, str_replace_editor,
+    submit) through training/toolenv.py — agent_steps caps the tool-calling turns, max_completion_tokens the
+    episode; turn_tokens, episode_seconds and rollout_workers are not used (docs/trl-environment.md)."""
+    tool_template: str = "auto"
+    """harness env only: auto | own | qwen2.5 — the chat template that renders and parses tool calls (own:
+    the model's; qwen2.5: TRL's Qwen2.5 template, for ChatML tokenizers such as SmolLM2's; auto: own when
+    TRL can use it, else qwen2.5)."""
 
 
 @dataclass
@@ -95,6 +106,10 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
             raise BugforgeError(f"unknown reward {cfg.reward!r}", "use binary or partial")
         if cfg.backend not in ("transformers", "vllm_colocate", "vllm_server"):
             raise BugforgeError(f"unknown backend {cfg.backend!r}", "use transformers, vllm_colocate or vllm_server")
+        if cfg.harness not in HARNESSES:
+            raise BugforgeError(f"unknown harness {cfg.harness!r}", f"use one of {', '.join(HARNESSES)}")
+        if cfg.tool_template not in TOOL_TEMPLATES:
+            raise BugforgeError(f"unknown tool_template {cfg.tool_template!r}", f"use one of {', '.join(TOOL_TEMPLATES)}")
         if cfg.num_generations < 2:
             raise BugforgeError("num_generations must be at least 2 (GRPO compares episodes within a group)")
     return cfg

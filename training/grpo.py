@@ -1,7 +1,9 @@
-"""GRPO on SWE tasks through TRL's GRPOTrainer with a `rollout_func`: each row of a batch is one
-episode of the agent in its own sandbox session (G rows per task, in input order); the reward is the
-grading of the episode's patch in a fresh container — the same grading as the factory and evaluation.
-Metrics per step go to metrics.jsonl (and a PNG of the curves); checkpoints every `save_steps`."""
+"""GRPO on SWE tasks through TRL's GRPOTrainer. Harness `rollout` (default): a `rollout_func` where each
+row of a batch is one episode of the agent in its own sandbox session (G rows per task, in input order).
+Harness `env`: TRL's `environment_factory` with native tool calls over the same sessions
+(training/toolenv.py). Either way the reward is the grading of the episode's patch in a fresh container —
+the same grading as the factory and evaluation. Metrics per step go to metrics.jsonl (and a PNG of the
+curves); checkpoints every `save_steps`."""
 
 from __future__ import annotations
 
@@ -88,6 +90,8 @@ def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[flo
 
 
 def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandbox, *, resume: bool = False):
+    """(trainer, driver): the driver is the SWERollout (harness rollout) or the ToolEnvFactory (harness env);
+    its `last` summary goes into metrics.jsonl each step."""
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -120,10 +124,22 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
         use_vllm=cfg.backend != "transformers",
         vllm_mode="server" if cfg.backend == "vllm_server" else "colocate",
         **({"vllm_server_base_url": cfg.vllm_server_base_url} if cfg.vllm_server_base_url else {}),
+        **({"max_tool_calling_iterations": cfg.agent_steps} if cfg.harness == "env" else {}),
         **PRESETS[cfg.preset],
     )
-    rollout = SWERollout(instances, tok, cfg, sandbox)
-    dataset = Dataset.from_list([{"prompt": prompt_messages(r), "instance_id": r["instance_id"]} for r in instances])
+    if cfg.harness == "env":
+        from bugforge.training.toolenv import ToolEnvFactory, prepare_tokenizer, task_dataset
+
+        tok = prepare_tokenizer(tok, model, cfg.tool_template)
+        driver = ToolEnvFactory(instances, sandbox, reward=cfg.reward, command_timeout=cfg.command_timeout)
+        dataset = task_dataset(instances)
+        # the environment owns the reward (get_reward): TRL adds it as the reward source, named after its class
+        how = {"environment_factory": driver, "reward_funcs": None}
+    else:
+        driver = SWERollout(instances, tok, cfg, sandbox)
+        rows = [{"prompt": prompt_messages(r), "instance_id": r["instance_id"]} for r in instances]
+        dataset = Dataset.from_list(rows)
+        how = {"rollout_func": driver, "reward_funcs": [test_pass_reward]}
     metrics_path = out / "metrics.jsonl"
 
     class Metrics(TrainerCallback):
@@ -131,6 +147,8 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
 
         def on_step_begin(self, args, state, control, **kw):
             self.step_start = time.monotonic()
+            if hasattr(driver, "begin_step"):
+                driver.begin_step()
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not logs or "loss" not in logs and "reward" not in logs:
@@ -138,25 +156,24 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
             row = {
                 "step": state.global_step,
                 **{k: v for k, v in logs.items() if isinstance(v, (int, float))},
-                **rollout.last,
+                **driver.last,
             }
             if self.step_start:
                 row["update_seconds"] = round(
-                    time.monotonic() - self.step_start - rollout.last.get("rollout_seconds", 0), 3
+                    time.monotonic() - self.step_start - driver.last.get("rollout_seconds", 0), 3
                 )
             with open(metrics_path, "a") as f:
                 f.write(json.dumps(row) + "\n")
 
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tok,
-        reward_funcs=[test_pass_reward],
-        args=args,
-        train_dataset=dataset,
-        rollout_func=rollout,
-        callbacks=[Metrics()],
-    )
-    return trainer, rollout
+    try:
+        trainer = GRPOTrainer(
+            model=model, processing_class=tok, args=args, train_dataset=dataset, callbacks=[Metrics()], **how
+        )
+    except BaseException:
+        if hasattr(driver, "close"):
+            driver.close()
+        raise
+    return trainer, driver
 
 
 def plot(metrics_path: Path, png: Path) -> None:
@@ -198,12 +215,16 @@ def train_grpo(
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     box = sandbox or connect(None)
-    trainer, rollout = build_trainer(instances, model, tok, cfg, box, resume=resume)
-    ckpts = sorted(Path(cfg.output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
-    if resume and not ckpts:
-        raise BugforgeError(f"no checkpoint in {cfg.output_dir} to resume from", "drop --resume to start fresh")
     try:
-        trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
+        trainer, rollout = build_trainer(instances, model, tok, cfg, box, resume=resume)
+        try:
+            ckpts = sorted(Path(cfg.output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+            if resume and not ckpts:
+                raise BugforgeError(f"no checkpoint in {cfg.output_dir} to resume from", "drop --resume to start fresh")
+            trainer.train(resume_from_checkpoint=str(ckpts[-1]) if resume else None)
+        finally:
+            if hasattr(rollout, "close"):
+                rollout.close()  # the tool environments' sessions (harness env)
     finally:
         if sandbox is None and hasattr(box, "shutdown"):
             box.shutdown()
