@@ -254,7 +254,7 @@ def write_card(out: Path) -> None:
         "---\n"
         f"{CARD_MARK}\n\n"
         f"Task instances (SWE-bench 5.x rows, one image each) exported by bugforge: `{out.name}`, split `{SPLIT}`.\n"
-        f'Load with `datasets.load_dataset("{out.parent}", split="{SPLIT}")`; run agents on them as\n'
+        f'Load with `datasets.load_dataset("<this folder>", split="{SPLIT}")`; run agents on them as\n'
         "bugforge's docs/mini-swe-agent.md shows; score predictions with `bugforge eval` or the SWE-bench harness.\n"
     )
 

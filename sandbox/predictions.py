@@ -20,6 +20,7 @@ from pathlib import Path
 from bugforge.errors import BugforgeError
 from bugforge.records import Prediction
 
+FIELDS = {"instance_id", "model_patch", "model_name_or_path"}
 FIX = "write one prediction per instance as {instance_id, model_patch, model_name_or_path} (docs/mini-swe-agent.md)"
 
 
@@ -58,7 +59,7 @@ def parse_predictions(text: str, name: str = "predictions") -> list[Prediction]:
     if isinstance(whole, list):
         return _checked(name, [(f"item {i}", p) for i, p in enumerate(whole, 1)])
     if isinstance(whole, dict):
-        if isinstance(whole.get("instance_id"), str) and "model_patch" in whole:
+        if any(not isinstance(whole[k], dict) for k in FIELDS & set(whole)):
             return _checked(name, [("line 1", whole)])  # a JSONL file of one prediction
         items = []
         for key, value in whole.items():

@@ -35,8 +35,9 @@ def cmd_eval(a) -> int:
     from bugforge.sandbox.evaluate import find_environments
     from bugforge.sandbox.predictions import read_predictions
 
+    preds = None if a.predictions == "gold" else read_predictions(a.predictions)  # a bad file fails before any work
     rows = load_dataset(a.dataset)
-    preds = read_predictions(a.predictions, rows)
+    preds = preds or read_predictions("gold", rows)
     envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
         report, out = evaluate(
