@@ -57,7 +57,17 @@ def configure(p) -> None:
 
     x = fa.add_parser("export", help="build instance images and write SWE-bench-format rows (resumable)")
     x.add_argument("env", help="environment record (runs/NAME/env.json or its directory)")
-    x.add_argument("--out", help="JSONL to append to (default: runs/NAME/instances.jsonl)")
+    x.add_argument(
+        "--format",
+        choices=["jsonl", "harbor"],
+        default="jsonl",
+        help="jsonl: SWE-bench rows (default); harbor: the rows, then a Harbor task directory per row",
+    )
+    x.add_argument(
+        "--out",
+        help="jsonl: the JSONL to append to (default: runs/NAME/instances.jsonl); "
+        "harbor: the folder for the task directories (default: runs/NAME/harbor)",
+    )
     x.add_argument("--limit", type=int, default=ExportConfig.limit, help="export at most this many")
     x.set_defaults(func=cmd_export)
 
@@ -104,6 +114,16 @@ def cmd_export(a) -> int:
     from bugforge.factory.export import export
     from bugforge.records import read_jsonl
 
+    if a.format == "harbor":
+        from bugforge.factory.harbor import export_harbor
+
+        with Bars() as bars:
+            done = export_harbor(a.env, a.out, limit=a.limit, progress=bars)
+        console.print(
+            f"{len(done.tasks)} Harbor tasks in {done.out} ({done.written} files written, {done.unchanged} "
+            f"already right); run them with `harbor run -p {done.out} -a oracle` (docs/harbor.md)"
+        )
+        return 0
     with Bars() as bars:
         out = export(a.env, a.out, limit=a.limit, progress=bars)
     rows = read_jsonl(out)
