@@ -102,7 +102,10 @@ def _table(name: str, items: dict) -> str:
 
 def _labels(row: TaskInstance, key: str) -> list[str]:
     value = getattr(row, key)
-    tests = json.loads(value) if isinstance(value, str) else value
+    try:
+        tests = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        raise ValueError(f"{key} is not JSON")
     if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
         raise ValueError(f"{key} is not a list of test ids")
     return tests
