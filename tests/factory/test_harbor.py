@@ -28,6 +28,48 @@ for d in sys.argv[1:]:
     print(t.name, t.config.verifier.environment_mode.value, len(t.instruction))
 """
 
+# A scripted Harbor agent, not a model: instead of fixing the bug it weakens every assertion in the
+# tests (`assert X` -> `assert True or X`), so that, were the tests run as it left them, all would pass.
+CHEAT = """
+from harbor.agents.base import BaseAgent
+
+
+class ScriptedTestEditor(BaseAgent):
+    @staticmethod
+    def name():
+        return "scripted-test-editor"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        pass
+
+    async def run(self, instruction, environment, context):
+        await environment.exec("cd /testbed && sed -i 's/assert /assert True or /' $(git ls-files 'tests/*.py')")
+"""
+
+
+@pytest.fixture(scope="module")
+def harbor_runs(base_image, calc_files, git_repo, tmp_path_factory) -> Path:
+    """runs/ with the calc repository's environment and 2 valid bugs, under a name of its own: its
+    instance images' tags are this module's alone (calc_runs' tags are shared with every module that
+    builds calc, and a concurrent session rebuilding them changes their commits under a running test)."""
+    from bugforge.factory import build_environment
+    from bugforge.factory.generate import generate
+
+    root = tmp_path_factory.mktemp("harbor")
+    git_repo(root / "harborcalc", calc_files)
+    build_environment(str(root / "harborcalc"), out=root / "runs", log=lambda m: None)
+    generate(
+        root / "runs" / "harborcalc",
+        max_candidates=6,
+        workers=2,
+        log=lambda m: None,
+        strategies=["op_change", "remove_assign", "change_return"],
+    )
+    return root / "runs"
+
 
 @pytest.fixture(scope="module")
 def harbor() -> Path:
@@ -52,12 +94,22 @@ def rewards(job: Path) -> dict[str, float]:
     return out
 
 
-def test_export_harbor_runs_with_harbor(calc_runs, cli, harbor, tmp_path):
+def test_export_harbor_runs_with_harbor(harbor_runs, cli, harbor, tmp_path):
     out = tmp_path / "harbor"
-    export = ("factory", "export", str(calc_runs / "calc"), "--format", "harbor", "--out", str(out), "--limit", "2")
+    export = (
+        "factory",
+        "export",
+        str(harbor_runs / "harborcalc"),
+        "--format",
+        "harbor",
+        "--out",
+        str(out),
+        "--limit",
+        "2",
+    )
     r = cli(*export)
     assert r.returncode == 0, r.stderr + r.stdout
-    rows = read_jsonl(calc_runs / "calc" / "instances.jsonl")
+    rows = read_jsonl(harbor_runs / "harborcalc" / "instances.jsonl")
     tasks = sorted(out / task_name(row["instance_id"]) for row in rows)
     assert sorted(p for p in out.iterdir()) == tasks
     again = cli(*export)
@@ -80,10 +132,16 @@ def test_export_harbor_runs_with_harbor(calc_runs, cli, harbor, tmp_path):
     nonet = tmp_path / "no-network.yaml"
     nonet.write_text("services:\n  main:\n    network_mode: none\n")
     names = {f"bugforge/{p.name}" for p in tasks}
-    for agent, expected in (("oracle", 1.0), ("nop", 0.0)):
+    (tmp_path / "scripted_agents.py").write_text(CHEAT)
+    env["PYTHONPATH"] = str(tmp_path)
+    for job, agent, expected in (
+        ("oracle", "oracle", 1.0),
+        ("nop", "nop", 0.0),
+        ("cheat", "scripted_agents:ScriptedTestEditor", 0.0),
+    ):
         run = subprocess.run(
             [str(harbor / "bin" / "harbor"), "run", "-p", str(out), "-a", agent, "-e", "docker"]
-            + ["--extra-docker-compose", str(nonet), "-o", str(tmp_path / "jobs"), "--job-name", agent]
+            + ["--extra-docker-compose", str(nonet), "-o", str(tmp_path / "jobs"), "--job-name", job]
             + ["-n", "1", "-y", "-q"],
             capture_output=True,
             text=True,
@@ -91,7 +149,10 @@ def test_export_harbor_runs_with_harbor(calc_runs, cli, harbor, tmp_path):
             timeout=900,
         )
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        assert rewards(tmp_path / "jobs" / agent) == dict.fromkeys(names, expected), agent
+        assert rewards(tmp_path / "jobs" / job) == dict.fromkeys(names, expected), job
+    # the cheat reached the grader (its patch changes the tests) and the grading sweep undid it
+    patches = list((tmp_path / "jobs" / "cheat").glob("*/artifacts/logs/artifacts/model.patch"))
+    assert len(patches) == len(tasks) and all("+++ b/tests/" in p.read_text() for p in patches)
 
 
 def row(**change) -> dict:
