@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bugforge.records import TaskInstance, from_dict, read_jsonl
 
@@ -74,7 +73,7 @@ def test_export_folder_loads_with_datasets(calc_runs, tmp_path):
 def scripted(name: str, command: str) -> dict:
     """A config for mini-swe-agent's built-in scripted model (`deterministic`): run `command` in
     /testbed (it leaves the change's diff in patch.txt), then submit patch.txt as its instructions say.
-    A scripted policy that knows the change: plumbing only."""
+    A scripted policy that knows the change: plumbing only. (Written as JSON, which YAML reads.)"""
     say = lambda thought, cmd: {"role": "assistant", "content": thought, "extra": {"actions": [{"command": cmd}]}}  # noqa: E731
     return {
         "model": {
@@ -91,9 +90,7 @@ def scripted(name: str, command: str) -> dict:
 def test_minisweagent_gold_and_wrong_agree_with_harness(calc_runs, mini_extra, cli, tmp_path):
     folder = calc_runs / "calc"
     a, b = read_jsonl(folder / "instances.jsonl")[:2]
-    (tmp_path / "bugforge.yaml").write_text(
-        yaml.safe_dump({"environment": {"run_args": ["--rm", "--network", "none"]}})
-    )
+    (tmp_path / "bugforge.yaml").write_text(json.dumps({"environment": {"run_args": ["--rm", "--network", "none"]}}))
     gold = scripted("scripted-gold-patch", f"git apply <<'BUGFORGE_PATCH'\n{a['patch']}BUGFORGE_PATCH")
     wrong = scripted("scripted-wrong-change", f"echo '# a wrong change' >> {b['files'][0]}")
     out = tmp_path / "msa"
@@ -104,7 +101,7 @@ def test_minisweagent_gold_and_wrong_agree_with_harness(calc_runs, mini_extra, c
         "HF_HUB_OFFLINE": "1",
     }
     for row, config in ((a, gold), (b, wrong)):
-        (tmp_path / "scripted.yaml").write_text(yaml.safe_dump(config))
+        (tmp_path / "scripted.yaml").write_text(json.dumps(config))
         r = subprocess.run(
             [str(mini_extra), "swebench", "--subset", str(folder), "--split", "test", "-o", str(out)]
             + ["-c", "swebench.yaml", "-c", str(tmp_path / "bugforge.yaml"), "-c", str(tmp_path / "scripted.yaml")]
