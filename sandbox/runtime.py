@@ -312,7 +312,7 @@ class Runtime:
         }
         n = 0
         for c in client().containers.list(
-            all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}
+            all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}, ignore_removed=True
         ):
             if c.id not in live:
                 try:

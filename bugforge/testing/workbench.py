@@ -102,7 +102,9 @@ class Workbench:
     def remove_orphans() -> int:
         """Remove workbenches whose process died without closing them (a killed `factory generate`)."""
         n = 0
-        for c in client().containers.list(all=True, filters={"label": [f"{LABEL}=workbench", f"{OWNER_HOST}={HOST}"]}):
+        for c in client().containers.list(
+            all=True, filters={"label": [f"{LABEL}=workbench", f"{OWNER_HOST}={HOST}"]}, ignore_removed=True
+        ):
             pid = int(c.labels.get(OWNER_PID, "0") or 0)
             if pid and not Path(f"/proc/{pid}").exists():
                 try:
