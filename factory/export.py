@@ -166,10 +166,12 @@ def export(
     with Scratch(env.repo_dir) as scratch:  # one clone for every gold patch
         for i, (cand, val) in enumerate(todo, 1):
             iid = f"{env.name}.{cand.strategy}.{cand.id[:8]}"
-            tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}"
+            # The environment's key is in the tag: the same bug in a rebuilt environment (a new commit, recipe
+            # or toolset) is another image, so an earlier export's rows keep theirs.
+            tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}-{env.key[:8]}"
             if iid in rows:
                 if not image_exists(rows[iid]["image"]):
-                    build_instance_image(env, cand, tag)  # deterministic: the row stays right
+                    build_instance_image(env, cand, rows[iid]["image"])  # deterministic: the row stays right
                 progress("export", i, len(todo))
                 continue
             commit = build_instance_image(env, cand, tag)
