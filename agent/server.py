@@ -115,17 +115,50 @@ def create_app(tok, model, name: str = "smollm2-135m-instruct") -> FastAPI:
         except Exception as e:  # jinja errors, a template's raise_exception, bad message shapes
             raise BadRequest(f"the chat template cannot render these messages: {e}", "messages") from None
 
+    def seq_logprobs(prefix: list[int], ids: list[int]) -> list[float]:
+        """The model's logprobs of `ids` after `prefix` (one forward pass; call under the lock)."""
+        logits = model(torch.tensor([prefix + ids])).logits[0, len(prefix) - 1 : -1].float()
+        return torch.log_softmax(logits, -1)[range(len(ids)), ids].tolist()
+
+    def pick_name(prompt_ids: list[int], tools: list, temperature: float) -> str:
+        """tool_choice "required": the function whose named call opening the model finds most likely
+        (sampled in proportion at temperature > 0), so the name is always one of the request's tools."""
+        names = sorted(toolcalls.tool_names(tools))
+        opening = [_ids(tok(fmt.named.format(name=n), add_special_tokens=False)) for n in names]
+        scores = torch.tensor([sum(seq_logprobs(prompt_ids, ids)) for ids in opening])
+        if temperature > 0:
+            return names[int(torch.multinomial(torch.softmax(scores / temperature, -1), 1))]
+        return names[int(scores.argmax())]
+
     def complete(req: ChatRequest) -> dict:
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
         tools, choice = tool_request(req)
         prompt_ids = render(req, tools)
-        forced = toolcalls.prefill(fmt, choice) if tools else ""
-        forced_ids = _ids(tok(forced, add_special_tokens=False)) if forced else []
+        names = toolcalls.tool_names(tools)
+        forcing = bool(tools) and choice != "auto"
         max_new = req.max_completion_tokens or req.max_tokens or 256
         stops = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
-        context = prompt_ids + forced_ids
+
+        def raw_text(ids: list[int]) -> str:  # the decoded text with the format's markers kept
+            raw = tok.decode(ids, skip_special_tokens=False)
+            for s in strip_specials:
+                raw = raw.replace(s, "")
+            return raw
+
+        class CallComplete(StoppingCriteria):  # a forced call ends once it is whole, as with a grammar
+            def __call__(self, input_ids, scores, **kw):
+                done = toolcalls.complete_call(raw_text(input_ids[0, len(prompt_ids) :].tolist()), fmt, names)
+                return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
+
         with lock, torch.no_grad():
             if req.seed is not None:
                 torch.manual_seed(req.seed)
+            if forcing and choice == "required" and fmt.named:
+                choice = {"type": "function", "function": {"name": pick_name(prompt_ids, tools, req.temperature)}}
+            forced = toolcalls.prefill(fmt, choice, tools) if tools else ""
+            forced_ids = _ids(tok(forced, add_special_tokens=False)) if forced else []
+            context = prompt_ids + forced_ids
             sample = req.temperature > 0
             out = model.generate(
                 torch.tensor([context]),
@@ -139,13 +172,12 @@ def create_app(tok, model, name: str = "smollm2-135m-instruct") -> FastAPI:
                 pad_token_id=tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
                 stop_strings=stops or None,
                 tokenizer=tok if stops else None,
+                stopping_criteria=StoppingCriteriaList([CallComplete()]) if forcing else None,
             )
             new = out.sequences[0][len(context) :].tolist()
             lps = [torch.log_softmax(lg[0].float(), -1)[t].item() for lg, t in zip(out.logits, new)]
             if forced_ids and (req.logprobs or req.return_token_ids):
-                # the model's own logprobs of the prefilled tokens (not sampled: see docs/agent.md)
-                logits = model(torch.tensor([context])).logits[0, len(prompt_ids) - 1 : -1].float()
-                lps = torch.log_softmax(logits, -1)[range(len(forced_ids)), forced_ids].tolist() + lps
+                lps = seq_logprobs(prompt_ids, forced_ids) + lps  # not sampled: see docs/agent.md
             else:
                 lps = [0.0] * len(forced_ids) + lps
         ids = forced_ids + new
@@ -153,9 +185,7 @@ def create_app(tok, model, name: str = "smollm2-135m-instruct") -> FastAPI:
         finish = "stop" if ended or len(new) < max_new else "length"
         text_ids = ids[:-1] if ended else ids
         text = tok.decode(text_ids, skip_special_tokens=True)
-        raw = tok.decode(text_ids, skip_special_tokens=False)
-        for s in strip_specials:
-            raw = raw.replace(s, "")
+        raw = raw_text(text_ids)
         for s in stops:  # the server stops after a stop string; the string itself is not returned
             if s in text:
                 text, finish = text[: text.index(s)], "stop"
@@ -163,7 +193,7 @@ def create_app(tok, model, name: str = "smollm2-135m-instruct") -> FastAPI:
                 raw = raw[: raw.index(s)]
         message = {"role": "assistant", "content": text}
         if tools:
-            content, calls = toolcalls.parse(raw, fmt, toolcalls.tool_names(tools))
+            content, calls = toolcalls.parse(raw, fmt, names)
             if calls:
                 if req.parallel_tool_calls is False:
                     calls = calls[:1]

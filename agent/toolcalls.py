@@ -72,13 +72,38 @@ def detect_format(template: str | None, renders_tools: bool) -> ToolFormat:
     return GENERIC
 
 
-def prefill(fmt: ToolFormat, tool_choice) -> str:
-    """The text the server writes after the generation prompt before the model continues: the format's
-    call opening for "required", the opening with the function's name for a named choice, else ""."""
+def prefill(fmt: ToolFormat, tool_choice, tools: list | None = None) -> str:
+    """The text the server writes after the generation prompt before the model continues: for a named
+    tool_choice, the format's call opening with the function's name and the opening of its arguments
+    (`args_opening`); for "required", the call opening alone (the server picks the name first, see
+    docs/agent.md); else "". A format with no known opening gets ""."""
     name = chosen_name(tool_choice)
     if name:
-        return fmt.named.format(name=name) if fmt.named else ""
+        if not fmt.named:
+            return ""
+        schema = next(((t.get("function") or t).get("parameters") for t in tools or [] if _name(t) == name), None)
+        return fmt.named.format(name=name) + args_opening(schema)
     return fmt.opening if tool_choice == "required" else ""
+
+
+def args_opening(schema: dict | None) -> str:
+    """The start every valid arguments object for `schema` can begin with: `{"KEY": ` for its first
+    required property (plus the opening quote when that is a string), `{}` when it has no properties,
+    else `{`."""
+    schema = schema if isinstance(schema, dict) else {}
+    props = schema.get("properties") or {}
+    required = [k for k in schema.get("required") or [] if k in props]
+    if not props:
+        return "{}"
+    if not required:
+        return "{"
+    key = required[0]
+    quote = '"' if (props[key] or {}).get("type") == "string" and "enum" not in (props[key] or {}) else ""
+    return "{" + json.dumps(key) + ": " + quote
+
+
+def _name(tool) -> str | None:
+    return (tool.get("function") or tool).get("name") if isinstance(tool, dict) else None
 
 
 def chosen_name(tool_choice) -> str | None:
@@ -91,7 +116,7 @@ def chosen_name(tool_choice) -> str | None:
 
 
 def tool_names(tools: list | None) -> set[str]:
-    return {(t.get("function") or t).get("name") for t in tools or [] if isinstance(t, dict)} - {None}
+    return {_name(t) for t in tools or []} - {None}
 
 
 # --- rendering ---------------------------------------------------------------------------------------
@@ -301,6 +326,11 @@ def parse(text: str, fmt: ToolFormat | str, names: set[str]) -> tuple[str | None
             calls, rest = found
             return (rest.strip() or None), calls
     return text, []
+
+
+def complete_call(text: str, fmt: ToolFormat | str, names: set[str]) -> bool:
+    """Whether `text` already holds at least one whole, valid call (generation for a forced call can end)."""
+    return bool(parse(text, fmt, names)[1])
 
 
 def call_id(fmt: ToolFormat | str) -> str:
