@@ -109,7 +109,9 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
         if cfg.harness not in HARNESSES:
             raise BugforgeError(f"unknown harness {cfg.harness!r}", f"use one of {', '.join(HARNESSES)}")
         if cfg.tool_template not in TOOL_TEMPLATES:
-            raise BugforgeError(f"unknown tool_template {cfg.tool_template!r}", f"use one of {', '.join(TOOL_TEMPLATES)}")
+            raise BugforgeError(
+                f"unknown tool_template {cfg.tool_template!r}", f"use one of {', '.join(TOOL_TEMPLATES)}"
+            )
         if cfg.num_generations < 2:
             raise BugforgeError("num_generations must be at least 2 (GRPO compares episodes within a group)")
     return cfg

@@ -21,6 +21,7 @@ from bugforge.agent.tools import Editor
 from bugforge.errors import BugforgeError
 from bugforge.training.config import TOOL_TEMPLATES
 from bugforge.training.rollout import reward_of
+
 CHATML = ("<|im_start|>", "<|im_end|>")
 
 
@@ -222,7 +223,9 @@ class BugforgeToolEnv:
             session = self._session()
             if self._editor is None or self._editor.session is not session:
                 self._editor = Editor(session)
-            return _clip(self._editor({k: v for k, v in args.items() if v is not None}), self._factory.observation_chars)
+            return _clip(
+                self._editor({k: v for k, v in args.items() if v is not None}), self._factory.observation_chars
+            )
         except BugforgeError as e:
             return f"error: {e.what}"
 

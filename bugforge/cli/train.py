@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bugforge.cli.common import console, load_dataset, log
 from bugforge.errors import BugforgeError
+from bugforge.training.config import HARNESSES, GRPOTrainConfig
 
 
 def configure(p) -> None:
@@ -19,6 +20,12 @@ def configure(p) -> None:
     tg.add_argument("--max-steps", type=int)
     tg.add_argument("--limit", type=int, help="use only the first N instances")
     tg.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output dir")
+    tg.add_argument(
+        "--harness",
+        choices=HARNESSES,
+        help="rollout: bugforge's episode loop through TRL's rollout_func; env: TRL's environment_factory with "
+        f"native tool calls (docs/trl-environment.md) (default: the config's, else {GRPOTrainConfig.harness})",
+    )
     tg.set_defaults(func=cmd_grpo)
     ts = tr.add_parser("sft", help="SFT on resolved trajectories (loss on assistant tokens only)")
     ts.add_argument("--trajectories", required=True)
@@ -38,10 +45,10 @@ def check_model_dir(path: str | None) -> None:
 
 
 def cmd_grpo(a) -> int:
-    from bugforge.training import GRPOTrainConfig, load_config
+    from bugforge.training import load_config
     from bugforge.training.grpo import train_grpo
 
-    cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps})
+    cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps, "harness": a.harness})
     check_model_dir(a.model)
     rows = load_dataset(a.dataset)  # every image present, before any compute
     if a.limit:
