@@ -89,8 +89,9 @@ def prefill(fmt: ToolFormat, tool_choice, tools: list | None = None) -> str:
 def args_opening(schema: dict | None) -> str:
     """The start every valid arguments object for `schema` can begin with: `{"KEY": ` for its first
     required property (plus the opening quote when that is a string), `{}` when it has no properties,
-    else `{`."""
-    schema = schema if isinstance(schema, dict) else {}
+    else `{`; "" when the schema is unknown."""
+    if not isinstance(schema, dict):
+        return ""
     props = schema.get("properties") or {}
     required = [k for k in schema.get("required") or [] if k in props]
     if not props:

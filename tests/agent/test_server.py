@@ -12,13 +12,17 @@ import pytest
 from fastapi.testclient import TestClient
 
 from bugforge.agent import toolcalls
+from bugforge.agent.loop import SYSTEM, TOOLS_FORMAT
 from bugforge.agent.model import load
 from bugforge.agent.policy import ChatPolicy
 from bugforge.agent.server import create_app
 from bugforge.agent.tools import TOOL_SCHEMAS, parse_tool_calls
 
-SYSTEM = "You are a software engineer fixing a bug in /testbed. Use the tools: bash, str_replace_editor, submit."
-TASK = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "List the files in the repository."}]
+# the agent's own system prompt in tool mode; greedy decoding of this task gives a whole call (measured)
+TASK = [
+    {"role": "system", "content": SYSTEM.format(format=TOOLS_FORMAT)},
+    {"role": "user", "content": "Run the tests with python -m pytest -q"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +58,7 @@ def test_smollm2_named_tool_choice_returns_a_parsed_call(smol):
         messages=TASK,
         tools=TOOL_SCHEMAS,
         tool_choice={"type": "function", "function": {"name": "bash"}},
-        max_tokens=40,
+        max_tokens=60,
         temperature=0,
         extra_body={"return_token_ids": True},
         logprobs=True,
@@ -72,7 +76,7 @@ def test_smollm2_named_tool_choice_returns_a_parsed_call(smol):
 
 def test_smollm2_required_tool_choice_calls_one_of_the_tools(smol):
     client, _ = smol
-    code, r = post(client, messages=TASK, tools=TOOL_SCHEMAS, tool_choice="required", max_tokens=40)
+    code, r = post(client, messages=TASK, tools=TOOL_SCHEMAS, tool_choice="required", max_tokens=60)
     assert code == 200
     ch = r["choices"][0]
     assert ch["finish_reason"] == "tool_calls", ch["message"]
@@ -94,7 +98,7 @@ def test_bugforge_agent_policy_in_tool_mode(smol):
     """bugforge's ChatPolicy (the OpenAI client) gets an action the agent's parse_tool_calls accepts, and a
     conversation holding that call and its tool result renders for the next turn."""
     client, _ = smol
-    policy = ChatPolicy("local", "http://testserver/v1", max_tokens=40, return_token_ids=True, logprobs=True)
+    policy = ChatPolicy("local", "http://testserver/v1", max_tokens=60, return_token_ids=True, logprobs=True)
     policy.client = openai_client(client)
     policy.extra = {"tool_choice": "required"}
     turn = policy.complete(list(TASK), TOOL_SCHEMAS)

@@ -202,3 +202,20 @@ def test_template_messages_give_templates_objects():
     out = tc.template_messages(msgs)
     assert out[0]["content"] == "" and out[0]["tool_calls"][0]["function"]["arguments"] == {"command": "ls"}
     assert msgs[0]["content"] is None  # the caller's messages are not changed
+
+
+def test_args_opening_and_named_prefill_with_schemas():
+    from bugforge.agent.tools import TOOL_SCHEMAS
+
+    named = lambda n: {"type": "function", "function": {"name": n}}  # noqa: E731
+    assert tc.prefill(tc.BUGFORGE, named("bash"), TOOL_SCHEMAS).endswith('"arguments": {"command": "')
+    assert tc.prefill(tc.HERMES, named("str_replace_editor"), TOOL_SCHEMAS).endswith('"arguments": {"command": ')
+    assert tc.prefill(tc.LLAMA3, named("submit"), TOOL_SCHEMAS) == '{"name": "submit", "parameters": {}'
+    assert tc.args_opening({"type": "object", "properties": {"a": {"type": "integer"}}}) == "{"
+
+
+def test_complete_call():
+    assert not tc.complete_call('<tool_call>[{"name": "bash", "arguments": {"command": "ls"}}', tc.BUGFORGE, NAMES)
+    assert tc.complete_call('<tool_call>[{"name": "bash", "arguments": {"command": "ls"}}]', tc.BUGFORGE, NAMES)
+    assert not tc.complete_call('{"name": "bash", "parameters": {"command": "l', tc.LLAMA3, NAMES)
+    assert tc.complete_call('[TOOL_CALLS]bash[ARGS]{"command": "ls"}', "mistral", NAMES)
