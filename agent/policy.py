@@ -29,6 +29,8 @@ class ChatPolicy:
     return_token_ids: bool = False
     """Ask for prompt and completion token ids (vLLM and bugforge's server understand this)."""
     timeout: float = 600
+    tool_choice: str | dict | None = None
+    """Sent with tools: "auto", "required" or a named function; None leaves it to the endpoint (auto)."""
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -64,6 +66,8 @@ class ChatPolicy:
             kwargs["logprobs"] = True
         if tools:
             kwargs["tools"] = tools
+            if self.tool_choice is not None:
+                kwargs["tool_choice"] = self.tool_choice
         try:
             r = self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as e:

@@ -18,6 +18,13 @@ def configure_run_agent(ra) -> None:
     ra.add_argument("--out", default="predictions.jsonl")
     ra.add_argument("--trajectories", help="default: next to --out")
     ra.add_argument("--format", choices=["text", "tools"], default=AgentConfig.mode)
+    ra.add_argument(
+        "--tool-choice",
+        choices=["auto", "required"],
+        default=ChatPolicy.tool_choice,
+        help="with --format tools, sent to the endpoint: `required` makes it answer every turn with a tool call "
+        "(default: not sent, the endpoint's own default, auto)",
+    )
     ra.add_argument("--max-steps", type=int, default=AgentConfig.max_steps)
     ra.add_argument("--max-tokens", type=int, default=ChatPolicy.max_tokens, help="per model turn")
     ra.add_argument("--max-total-tokens", type=int, default=AgentConfig.max_tokens, help="per episode")
@@ -57,6 +64,7 @@ def cmd_run_agent(a) -> int:
             max_tokens=a.max_tokens,
             return_token_ids=a.token_ids,
             logprobs=a.token_ids,
+            tool_choice=a.tool_choice if a.format == "tools" else None,
         )
         make = lambda row: policy  # noqa: E731
     box = sandbox.connect(a.sandbox_url, a.sandbox_token)
