@@ -69,6 +69,27 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 @dataclass
+class RepairStep:
+    """One step of the repair loop: what failed at collection, what was done, and what came of it."""
+
+    problem: str
+    """e.g. "tests/test_io.py: ModuleNotFoundError: No module named 'yaml'"."""
+    action: str
+    """The install command or pytest argument tried, and why that one (e.g. "from extra 'yaml'")."""
+    result: str
+    """fixed | not fixed | failed: <why> (a failed install is not kept in the recipe)."""
+
+
+@dataclass
+class ExcludedFile:
+    """A test file (or directory) left out of every run because it cannot be collected after repair."""
+
+    path: str
+    reason: str
+    """The collection error's last line."""
+
+
+@dataclass
 class Recipe:
     """How to install a repository and run its tests. Detected automatically, written next to the
     environment record, and editable: pass the edited file back with --recipe."""
@@ -83,6 +104,12 @@ class Recipe:
     """Paths (files or directories) handed to pytest; empty means pytest's own discovery."""
     notes: list[str] = field(default_factory=list)
     """Why each choice was made, for the person reading or editing the recipe."""
+    repairs: list[RepairStep] = field(default_factory=list)
+    """What the repair loop did after the first build, in order (factory/repair.py); its install
+    commands are already in `install`, its pytest arguments in `pytest_args`."""
+    excluded: list[ExcludedFile] = field(default_factory=list)
+    """Test files left out (`--ignore` in `pytest_args`) because they cannot be collected after repair;
+    their tests are never labels."""
 
 
 @dataclass
@@ -135,7 +162,11 @@ class EnvRecord:
         return sorted(t for t, o in self.tests.items() if o.flaky)
 
 
-_NESTED: dict[tuple[str, str], type] = {("EnvRecord", "recipe"): Recipe}
+_NESTED: dict[tuple[str, str], type] = {
+    ("EnvRecord", "recipe"): Recipe,
+    ("Recipe", "repairs"): RepairStep,
+    ("Recipe", "excluded"): ExcludedFile,
+}
 
 
 def load_env(path: Path) -> EnvRecord:

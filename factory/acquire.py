@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import urllib.parse
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
@@ -53,6 +55,8 @@ class Acquired:
     source_commit: str
     history_dir: str | None
     """A clone with the source's history (for history-revert bugs); None when there is none."""
+    notes: list[str] = field(default_factory=list)
+    """What acquiring did beyond copying the tree: submodules initialised, or why one could not be."""
 
 
 def slug(text: str) -> str:
@@ -114,6 +118,13 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
         sha = ""
     if not sha:
         raise BugforgeError(f"commit {ref!r} does not exist in {url}", "pass an existing commit, branch or tag")
+    _extract(mirror, sha, dest)
+    notes = _submodules(mirror, sha, dest, url)
+    snapshot(dest, f"snapshot of {name} at {sha}")
+    return Acquired(name, url, sha, str(mirror), notes)
+
+
+def _extract(mirror: Path, sha: str, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     data = subprocess.run(["git", "-C", str(mirror), "archive", sha], capture_output=True, check=True).stdout
     with tempfile.TemporaryFile() as f:
@@ -121,8 +132,68 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
         f.seek(0)
         with tarfile.open(fileobj=f) as tar:
             tar.extractall(dest, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
-    snapshot(dest, f"snapshot of {name} at {sha}")
-    return Acquired(name, url, sha, str(mirror))
+
+
+def _submodules(mirror: Path, sha: str, dest: Path, url: str, depth: int = 0) -> list[str]:
+    """Put each submodule of commit `sha` (.gitmodules, and the commit its gitlink records) into
+    dest/PATH, recursively (3 levels). A submodule that cannot be fetched (no network to its host, a
+    commit its remote no longer has) is left empty; the returned notes say which and why."""
+    git_ = lambda *a: subprocess.run(["git", "-C", str(mirror), *a], capture_output=True, text=True)  # noqa: E731
+    listed = git_("config", "--blob", f"{sha}:.gitmodules", "--get-regexp", r"^submodule\..*\.(path|url)$")
+    if listed.returncode != 0 or depth > 3:
+        return []
+    subs: dict[str, dict[str, str]] = {}
+    for line in listed.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        sub, _, attr = key[len("submodule.") :].rpartition(".")
+        subs.setdefault(sub, {})[attr] = value.strip()
+    notes = []
+    for sub in subs.values():
+        path, sub_url = sub.get("path"), sub.get("url", "")
+        link = git_("ls-tree", sha, "--", path or "").stdout.split() if path else []
+        if len(link) < 3 or link[1] != "commit":
+            continue
+        if sub_url.startswith(("./", "../")):  # relative to the superproject's URL, as git resolves it
+            base = url.rstrip("/")
+            sub_url = (
+                urllib.parse.urljoin(base + "/", sub_url) if "://" in base else posixpath.normpath(f"{base}/{sub_url}")
+            )
+        try:
+            sub_mirror = _fetch_mirror(sub_url, link[2])
+            _extract(sub_mirror, link[2], dest / path)
+        except (BugforgeError, subprocess.SubprocessError) as e:
+            why = e.what if isinstance(e, BugforgeError) else str(e)
+            notes.append(f"submodule {path}: not fetched from {sub_url} ({why[:200]}); its files are missing")
+            continue
+        notes.append(f"submodule {path}: initialised from {sub_url} at {link[2][:10]}")
+        notes += _submodules(sub_mirror, link[2], dest / path, sub_url, depth + 1)
+    return notes
+
+
+def _fetch_mirror(url: str, sha: str) -> Path:
+    """A cached clone of `url` that has commit `sha` (fetched when it does not yet)."""
+    name = slug(re.sub(r"\.git$", "", url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]))
+    mirror = cache_home() / "clones" / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    run = lambda *a: subprocess.run(a, capture_output=True, text=True, env=env, timeout=300)  # noqa: E731
+    has = lambda: run("git", "-C", str(mirror), "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0  # noqa: E731
+    if mirror.exists() and has():
+        return mirror
+    if mirror.exists():
+        r = run("git", "-C", str(mirror), "fetch", "--all", "--tags", "--quiet")
+    else:
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
+        r = run("git", "clone", "--quiet", "--no-checkout", url, str(tmp / "r"))
+        if r.returncode == 0:
+            (tmp / "r").rename(mirror)
+        shutil.rmtree(tmp, ignore_errors=True)
+    if r.returncode != 0:
+        lines = r.stderr.strip().splitlines()
+        raise BugforgeError(lines[-1] if lines else f"git exited with {r.returncode}")
+    if not has():
+        raise BugforgeError(f"commit {sha[:10]} is not in {url}")
+    return mirror
 
 
 def _from_pypi(source: str, dest: Path) -> Acquired:

@@ -19,6 +19,7 @@ from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
 from bugforge.factory.acquire import acquire, slug
 from bugforge.factory.recipe import detect
+from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
 from bugforge.images import build_image, ensure_base_image, image_exists
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
 from bugforge.testing.testmap import TestMap
@@ -51,11 +52,7 @@ def env_dockerfile(base_image: str, recipe: Recipe) -> str:
     lines = [f"# bugforge environment (format {ENV_DOCKERFILE_VERSION})", f"FROM {base_image}", "COPY testbed /testbed"]
     for cmd in recipe.install:
         lines.append(f"RUN cd /testbed && {cmd}")
-    # Files the install created (egg-info, build outputs) must not show up in an agent's diff.
-    lines.append(
-        "RUN cd /testbed && git ls-files -o --exclude-standard | sed 's|^|/|' >> .git/info/exclude"
-        " && git status --porcelain | head -n 20"
-    )
+    lines.append(UNTRACKED_TO_EXCLUDE)  # files the install made must not show up in an agent's diff
     return "\n".join(lines) + "\n"
 
 
@@ -122,8 +119,12 @@ def build_environment(
         )
     else:
         log(f"build: reusing {tag}")
+    for n in got.notes:
+        log(f"acquire: {n}")
+    recipe.notes += got.notes  # after the key: what acquiring found (submodules), not a recipe choice
+    tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
     tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, log=log)
-    write_json(env_dir / "recipe.json", recipe)  # the baseline may have seeded Hypothesis or neutralised addopts
+    write_json(env_dir / "recipe.json", recipe)  # repairs, exclusions, a Hypothesis seed, neutralised addopts
     testmap_path = env_dir / "testmap.json.gz"
     testmap.save(testmap_path)
     repo_dir = env_dir / "repo"

@@ -160,6 +160,10 @@ def print_env_summary(rec, reused: bool, per_test: bool = False) -> None:
     s.add_row("flaky", str(len(rec.flaky)))
     s.add_row("suite time", f"{rec.suite_seconds:.2f} s (in the container)")
     s.add_row("coverage map", f"{files} files, {lines} lines, {size_kb:.1f} KiB")
+    for i, r in enumerate(rec.recipe.repairs):  # the repair loop's steps (docs/environments.md, "Repair")
+        s.add_row("repair" if i == 0 else "", f"{r.problem} -> {r.action}: {r.result}")
+    for i, x in enumerate(rec.recipe.excluded):
+        s.add_row("excluded" if i == 0 else "", f"{x.path} ({x.reason})")
     s.add_row("record", str(Path(rec.testmap).parent / "env.json"))
     console.print(s)
 

@@ -1,0 +1,153 @@
+"""Issue 23, items 3 and 4: the repair loop (a module only an extra provides, a plugin that fails under the
+installed pytest), per-file exclusion, submodules of a git source, and reuse of a repaired environment.
+Real images, containers and git repositories; the choices themselves are tested as pure functions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from bugforge.factory import build_environment
+from bugforge.factory.acquire import acquire
+from bugforge.factory.repair import Collection, plan, provider
+from bugforge.records import ExcludedFile, Recipe
+
+# --- what to install for a missing module, and what to do about a failing plugin (no container) -----
+
+
+def test_provider_prefers_the_projects_declarations_then_the_import_map(tmp_path, write_tree):
+    repo = write_tree(
+        tmp_path / "p",
+        {
+            "pyproject.toml": """
+            [project]
+            name = "p"
+            version = "1"
+            [project.optional-dependencies]
+            formats = ["PyYAML>=5", "attrs==23.1"]
+            [dependency-groups]
+            bench = ["pytest-benchmark>=4"]
+            [tool.poetry.group.extra.dependencies]
+            freezegun = "^1.2"
+            """,
+            "src/p/__init__.py": "",
+        },
+    )
+    assert provider(repo, "yaml") == ("PyYAML>=5", "the project's extra 'formats'")
+    assert provider(repo, "attr") == ("attrs==23.1", "the project's extra 'formats'")  # attr -> attrs, declared
+    assert provider(repo, "pytest_benchmark") == ("pytest-benchmark>=4", "the project's dependency group 'bench'")
+    assert provider(repo, "freezegun") == ("freezegun", "the project's Poetry group 'extra'")
+    assert provider(repo, "PIL.Image") == ("pillow", "import name PIL -> pillow")  # not declared: the map
+    assert provider(repo, "pkg_resources") == ("setuptools<82", "import name pkg_resources -> setuptools<82")
+    assert provider(repo, "tabulate") == ("tabulate", "the import name")
+    assert provider(repo, "tomllib") is None  # the standard library (of a newer Python)
+    assert provider(repo, "p.helpers") is None  # the project's own
+
+
+def test_provider_reads_an_sdists_pkg_info_extras(tmp_path, write_tree):
+    repo = write_tree(
+        tmp_path / "s",
+        {
+            "PKG-INFO": "Metadata-Version: 2.1\nName: s\nVersion: 1\nProvides-Extra: speed\n"
+            "Requires-Dist: requests\nRequires-Dist: ujson>=5; extra == 'speed'\n",
+        },
+    )
+    assert provider(repo, "ujson") == ("ujson>=5", "the project's extra 'speed' (PKG-INFO)")
+
+
+def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
+    log = (
+        "Error while loading plugin \"pytest11\".\npluggy._manager.PluginValidationError: Plugin 'oldplug' for hook "
+        "'pytest_report_header'\nhookimpl definition: pytest_report_header(config, startdir)\n"
+    )
+    col, r = Collection(log=log), Recipe()
+    assert [s.action for s in plan(col, r, tmp_path, set())] == ["pip install 'pytest<9'"]
+    assert [s.action for s in plan(col, r, tmp_path, {"pip install 'pytest<9'"})] == ["pip install 'pytest<8'"]
+    tried = {"pip install 'pytest<9'", "pip install 'pytest<8'"}
+    assert [s.action for s in plan(col, r, tmp_path, tried)] == ["-p no:oldplug"]
+    assert plan(col, r, tmp_path, tried | {"-p no:oldplug"}) == []  # nothing left: the baseline says why
+    missing = Collection(
+        items=["tests/test_a.py::t"], errors={"tests/test_b.py": "E   ModuleNotFoundError: No module named 'yaml'"}
+    )
+    (step,) = plan(missing, r, tmp_path, set())
+    assert step.action == "pip install PyYAML" and step.problem.startswith("tests/test_b.py: ModuleNotFoundError")
+
+
+# --- real environments ----------------------------------------------------------------------------
+
+OLDPLUG = {
+    "oldplug/setup.py": "from setuptools import setup\n"
+    "setup(name='oldplug', version='1', packages=['oldplug'], entry_points={'pytest11': ['oldplug = oldplug']})\n",
+    # a hook argument pytest 9.1 removed: under pytest 9 the plugin cannot load, and nothing is collected
+    "oldplug/oldplug/__init__.py": "def pytest_report_header(config, startdir):\n    return 'oldplug'\n",
+    "requirements-dev.txt": "./oldplug\n",
+}
+
+
+def test_repair_loop_then_one_excluded_file_then_reuse(base_image, tmp_path, cli, git_repo, mini_files):
+    """A plugin that fails under pytest 9 (installed by the recipe) -> pytest<9; a module only an extra
+    named 'formats' provides (the test imports the project's module that imports it) -> that extra's
+    requirement; a file that cannot be collected at all -> excluded, listed, never a label. The second
+    `bugforge factory env` reuses everything."""
+    files = {**mini_files, **OLDPLUG}
+    files["pyproject.toml"] = files["pyproject.toml"].replace(
+        'test = ["pytest"]', 'test = ["pytest"]\n        formats = ["PyYAML>=5"]'
+    )
+    files["src/mini/fmt.py"] = "import yaml\n\n\ndef dump(x):\n    return yaml.safe_dump(x)\n"
+    files["tests/test_fmt.py"] = (
+        "from mini.fmt import dump\n\n\ndef test_dump():\n    assert dump({'a': 1}) == 'a: 1\\n'\n"
+    )
+    files["tests/test_gpu.py"] = "raise ImportError('needs a GPU')\n\n\ndef test_never():\n    pass\n"
+    repo = git_repo(tmp_path / "fixme", files)
+    out = tmp_path / "runs"
+    rec, reused = build_environment(str(repo), out=out, log=lambda m: None)
+    assert not reused
+    steps = [(r.action, r.result) for r in rec.recipe.repairs]
+    assert steps == [
+        ("pip install 'pytest<9' (a pytest release the plugin supports)", "fixed"),
+        ("pip install 'PyYAML>=5' (the project's extra 'formats')", "fixed"),
+    ], rec.recipe.repairs
+    assert rec.recipe.repairs[1].problem == "tests/test_fmt.py: ModuleNotFoundError: No module named 'yaml'"
+    assert rec.recipe.install[-2:] == ["pip install 'pytest<9'", "pip install 'PyYAML>=5'"]
+    assert rec.recipe.excluded == [ExcludedFile("tests/test_gpu.py", "ImportError: needs a GPU")]
+    assert "--ignore=tests/test_gpu.py" in rec.recipe.pytest_args
+    assert "tests/test_fmt.py::test_dump" in rec.passing and len(rec.passing) == 6
+    assert not any(t.startswith("tests/test_gpu.py") for t in rec.tests)
+    assert json.loads((out / "fixme" / "recipe.json").read_text())["excluded"][0]["path"] == "tests/test_gpu.py"
+    r = cli("factory", "env", str(repo), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "(reused)" in r.stdout and "tests/test_gpu.py (ImportError: needs a GPU)" in r.stdout, r.stdout
+    assert "pip install 'PyYAML>=5'" in r.stdout
+
+
+def test_mostly_uncollectable_files_are_one_clear_error(base_image, tmp_path, cli, git_repo):
+    files = {"tests/test_ok.py": "def test_ok():\n    pass\n"}
+    files |= {f"tests/test_bad{i}.py": "raise ImportError('needs hardware')\n" for i in range(3)}
+    repo = git_repo(tmp_path / "broken", files)
+    r = cli("factory", "env", str(repo), "--out", str(tmp_path / "out"))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    assert "3 of 4 test files cannot be collected after repair" in lines[0], lines[0]
+    assert not list((tmp_path / "out").glob("*/env.json"))  # nothing cached as good
+
+
+def test_submodules_are_initialised_from_a_local_repository(tmp_path, git_repo):
+    """A git source's submodules are filled in at the commits its gitlinks record; one whose host cannot
+    be reached is left empty and said so."""
+    sub = git_repo(tmp_path / "data", {"cases/one.txt": "1\n"})
+    sup = git_repo(tmp_path / "super", {"README.md": "x\n"})
+    git = lambda *a: subprocess.run(["git", "-C", str(sup), *a], check=True, capture_output=True, text=True)  # noqa: E731
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", "../data", "tests/data")
+    subprocess.run(["git", "-C", str(sub), "commit", "-q", "--allow-empty", "-m", "later"], check=True)  # not recorded
+    git("config", "-f", ".gitmodules", "submodule.ext.path", "ext")
+    git("config", "-f", ".gitmodules", "submodule.ext.url", "https://nonexistent.invalid/x/ext.git")
+    git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},ext")
+    git("add", ".gitmodules")
+    git("commit", "-q", "-m", "submodules")
+    got = acquire(str(sup), None, tmp_path / "snap")
+    assert (tmp_path / "snap" / "tests/data/cases/one.txt").read_text() == "1\n"
+    tracked = subprocess.run(["git", "-C", str(tmp_path / "snap"), "ls-files"], capture_output=True, text=True)
+    assert "tests/data/cases/one.txt" in tracked.stdout.split()  # part of the snapshot, not a gitlink
+    assert got.notes[0].startswith(f"submodule tests/data: initialised from {tmp_path / 'data'} at ")
+    assert got.notes[1].startswith("submodule ext: not fetched from https://nonexistent.invalid/x/ext.git (")
+    assert got.notes[1].endswith("its files are missing")
