@@ -60,6 +60,7 @@ def pytest_unconfigure(config):
 """
 _MISSING = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
 _PLUGIN_NAME = re.compile(r"Plugin '([^']+)' for hook|Error importing plugin \"([^\"]+)\"")
+_ADDOPTS_FAILURE = ("unrecognized arguments", "Error importing plugin", "No module named 'pytest_")
 _PLUGIN_FAILURE = ("PluginValidationError", "Error importing plugin", "PytestRemovedIn9Warning", "while loading plugin")
 
 
@@ -131,8 +132,8 @@ def missing_modules(col: Collection) -> dict[str, str]:
 
 def plugin_failure(col: Collection) -> tuple[str, str | None] | None:
     """(the failure's line, the plugin's name or None) when a pytest plugin stopped pytest from starting."""
-    if col.items or col.errors or not any(s in col.log for s in _PLUGIN_FAILURE):
-        return None
+    if col.items or col.errors or not any(s in col.log for s in _PLUGIN_FAILURE) or _MISSING.search(col.log):
+        return None  # a plugin that is not installed, or misses a module, is a missing module, not a version
     m = _PLUGIN_NAME.search(col.log)
     name = (m.group(1) or m.group(2)) if m else None
     lines = col.log.splitlines()
@@ -224,6 +225,8 @@ class _Step:
     install: bool
     check: Callable[[Collection], bool]
     """True when the problem is still there in a later collection."""
+    note: str = ""
+    """Added to the recipe's notes when the step is taken."""
 
 
 def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_Step]:
@@ -245,6 +248,7 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
                 )
             )
     failure = plugin_failure(col)
+    stopped = not col.items and not col.errors and any(s in col.log for s in _ADDOPTS_FAILURE)
     if failure:
         line, name = failure
         still = lambda c: plugin_failure(c) is not None  # noqa: E731
@@ -254,6 +258,17 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
             steps.append(_Step(f"startup: {line}", rung, "a pytest release the plugin supports", True, still))
         elif name and "/" not in name and f"-p no:{name}" not in tried:
             steps.append(_Step(f"startup: {line}", f"-p no:{name}", "run without the plugin", False, still))
+    elif stopped and not steps and "addopts=" not in " ".join(recipe.pytest_args) and "-o addopts=" not in tried:
+        steps.append(
+            _Step(
+                f"startup: {last_line(col.log)}",
+                "-o addopts=",
+                "a plugin the configured addopts need could not be installed",
+                False,
+                lambda c: not c.items and not c.errors,
+                "pytest: addopts neutralised (-o addopts=): a plugin it needs could not be installed",
+            )
+        )
     return steps
 
 
@@ -305,6 +320,7 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
         kept = [c for c in cmds if c not in failed]
         recipe.install += kept
         recipe.pytest_args += [a for s in steps if not s.install for a in s.action.split()]
+        recipe.notes += [s.note for s in steps if s.note]
         image = new
         col = collect(image, recipe, timeout)
         for s in steps:

@@ -66,6 +66,10 @@ def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
     tried = {"pip install 'pytest<9'", "pip install 'pytest<8'"}
     assert [s.action for s in plan(col, r, tmp_path, tried)] == ["-p no:oldplug"]
     assert plan(col, r, tmp_path, tried | {"-p no:oldplug"}) == []  # nothing left: the baseline says why
+    absent = Collection(log="ImportError: Error importing plugin \"pytest_nothere\": No module named 'pytest_nothere'")
+    assert [s.action for s in plan(absent, r, tmp_path, set())] == ["pip install pytest_nothere"]  # no ladder
+    (step,) = plan(absent, r, tmp_path, {"pip install pytest_nothere"})  # could not be installed: no addopts
+    assert step.action == "-o addopts=" and "neutralised" in step.note
     missing = Collection(
         items=["tests/test_a.py::t"], errors={"tests/test_b.py": "E   ModuleNotFoundError: No module named 'yaml'"}
     )
