@@ -100,16 +100,6 @@ def extras_of(repo: Path, pyproject: dict, setup_cfg) -> set[str]:
     return extras
 
 
-def group(groups: dict, name: str, seen: frozenset = frozenset()) -> list[str]:
-    out = []
-    for item in groups.get(name, []):
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict) and "include-group" in item and item["include-group"] not in seen:
-            out += group(groups, item["include-group"], seen | {name})
-    return out
-
-
 def tests_require(repo: Path, setup_cfg) -> list[str]:
     deps = [d.strip() for d in setup_cfg.get("options", "tests_require", fallback="").splitlines() if d.strip()]
     if (repo / "setup.py").exists():

@@ -87,6 +87,25 @@ def pytest_config(repo: Path, pyproject: dict, setup_cfg, tox) -> tuple[list[str
     return [], set(), "the pytest configuration"
 
 
+def testpaths(repo: Path, pyproject: dict, setup_cfg, tox) -> list[str]:
+    """pytest's `testpaths` from the file pytest itself would read (pytest.ini, pyproject.toml's
+    [tool.pytest.ini_options] or [tool.pytest], tox.ini, setup.cfg); [] when not configured."""
+    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest")):
+        if name == "pyproject.toml":
+            tool = pyproject.get("tool", {}).get("pytest", {})
+            cfg = tool.get("ini_options", tool) if isinstance(tool, dict) else None
+            if cfg:
+                v = cfg.get("testpaths", [])
+                return shlex.split(v) if isinstance(v, str) else [str(x) for x in v]
+            continue
+        cp = ini(repo / name) if name == "pytest.ini" else tox
+        if cp.has_section(section):
+            return shlex.split(cp.get(section, "testpaths", fallback=""))
+    if setup_cfg.has_section("tool:pytest"):
+        return shlex.split(setup_cfg.get("tool:pytest", "testpaths", fallback=""))
+    return []
+
+
 def has_pytest_config(pyproject, setup_cfg, tox, repo) -> bool:
     return (
         bool(pyproject.get("tool", {}).get("pytest"))

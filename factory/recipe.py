@@ -1,16 +1,25 @@
-"""Detect how to install a Python repository and run its tests (a `Recipe`), from the files that
-projects actually use: pyproject.toml (PEP 621 extras, PEP 735 dependency groups, requires-python,
-pytest settings), setup.cfg, setup.py, tox.ini, pytest.ini and requirements files."""
+"""Detect how to install a Python repository and run its tests (a `Recipe`) from what the project
+declares: extras, dependency groups of every tool, requirements files, and what its CI, tox, nox and
+Makefile runs install and run (see docs/environments.md, "Install recipe"). Nothing of the project
+is run on the host; each install step's note names the declaration it came from."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
 
+from bugforge.factory.declarations import (
+    TEST_NAMES,
+    base_requirements,
+    extras,
+    file_requirements,
+    groups,
+    req_names,
+)
+from bugforge.factory.install_plan import Plan
 from bugforge.factory.project_files import (
     dist_name,
     extras_of,
-    group,
     ini,
     python_version,
     tests_require,
@@ -18,14 +27,17 @@ from bugforge.factory.project_files import (
     tox_deps,
     tox_requirement_files,
 )
+from bugforge.factory.project_runs import ProjectRuns, project_runs
 from bugforge.factory.pytest_config import (
     clean_addopts,
     has_pytest_config,
     legacy_path_hooks,
     plugins_for,
     pytest_config,
+    testpaths,
     unittest_style,
 )
+from bugforge.factory.test_scope import outside_suite, pytest_invocation, third_party_imports
 from bugforge.records import Recipe
 
 TEST_EXTRAS = ["test", "tests", "testing", "dev"]
@@ -47,6 +59,8 @@ REQUIREMENT_FILES = [
 
 
 def detect(repo: Path) -> Recipe:
+    """The recipe of the repository at `repo`, read from its files without running its code; the same
+    files always give the same recipe (the environment's image key hashes it)."""
     r = Recipe(pytest_args=["-p", "no:cacheprovider"])
     pyproject = toml(repo / "pyproject.toml")
     setup_cfg = ini(repo / "setup.cfg")
@@ -58,8 +72,11 @@ def detect(repo: Path) -> Recipe:
         pyproject.get("build-system") or pyproject.get("project") or (repo / "setup.py").exists()
     ):
         installable = False  # a pyproject.toml that only configures tools
-    extras = extras_of(repo, pyproject, setup_cfg)
-    wanted = [e for e in TEST_EXTRAS if e in extras]
+    declared = {d.name: d for d in extras(repo, pyproject, setup_cfg)}
+    names = extras_of(repo, pyproject, setup_cfg) | set(declared)
+    wanted = [e for e in TEST_EXTRAS if e in names]
+    name = dist_name(repo, pyproject, setup_cfg) if installable else None
+    plan = Plan(repo, declared, groups(repo, pyproject), name)
     if installable:
         target = f".[{','.join(wanted)}]" if wanted else "."
         r.install.append(f"pip install -e {shlex.quote(target)} || pip install {shlex.quote(target)}")
@@ -67,29 +84,53 @@ def detect(repo: Path) -> Recipe:
             f"install: the project itself{' with extras ' + ', '.join(wanted) if wanted else ''}"
             " (editable, or a plain install where editable is not supported)"
         )
+        plan.covered |= req_names(base_requirements(repo, pyproject, setup_cfg))
+        for e in wanted:
+            plan.pick_extra(e, "a test extra")
     elif (repo / "requirements.txt").exists():
         r.install.append("pip install -r requirements.txt")
         r.notes.append("install: requirements.txt (the repository is not an installable package)")
-    groups = pyproject.get("dependency-groups", {})
-    for g in ("test", "tests", "testing", "dev"):
-        if g in groups:
-            reqs = group(groups, g)
+        plan.files.append("requirements.txt")
+        plan.covered |= req_names(file_requirements(repo, "requirements.txt")[0])
+    pep735 = {d.name: d for d in plan.groups if "[dependency-groups]" in d.source}
+    for g in TEST_NAMES:
+        if g in pep735:
+            reqs = plan.without_self(pep735[g].requirements, pep735[g].source)
             if reqs:
                 r.install.append("pip install " + " ".join(shlex.quote(q) for q in reqs))
                 r.notes.append(f"install: PEP 735 dependency group {g!r}")
+                plan.covered |= req_names(reqs)
+                plan.done_groups.add(f"pyproject.toml [dependency-groups] {g}")
             break
     for f in REQUIREMENT_FILES:
         if (repo / f).exists():
             r.install.append(f"pip install -r {f}")
             r.notes.append(f"install: {f}")
-    for f in tox_requirement_files(repo, tox):
-        if f"pip install -r {shlex.quote(f)}" not in r.install:
+            plan.files.append(f)
+            plan.covered |= req_names(file_requirements(repo, f)[0])
+    runs = project_runs(repo, r.python)
+    tox_files = tox_requirement_files(repo, tox) if not runs.tox_readable else []
+    tox_files += [f for i in runs.installs if i.source.startswith("tox env") for f in i.files]
+    for f in dict.fromkeys(tox_files):
+        if f not in plan.files:
             r.install.append(f"pip install -r {shlex.quote(f)}")
-            r.notes.append(f"install: {f} (named in tox.ini's test environment)")
-    deps = tests_require(repo, setup_cfg) + tox_deps(tox)
+            r.notes.append(f"install: {f} (named in tox's test environment)")
+            plan.files.append(f)
+            plan.covered |= req_names(file_requirements(repo, f)[0])
+    deps = tests_require(repo, setup_cfg) + (tox_deps(tox) if not runs.tox_readable else [])
     if deps:
         r.install.append("pip install " + " ".join(shlex.quote(d) for d in sorted(set(deps))))
         r.notes.append("install: test dependencies named in setup.cfg/setup.py/tox.ini")
+        plan.covered |= req_names(deps)
+
+    roots = test_scope(repo, r, runs, testpaths(repo, pyproject, setup_cfg, tox))
+    plan.test_groups()
+    for inst in runs.installs:
+        plan.project_install(inst)
+    left = plan.for_imports(third_party_imports(repo, roots))
+    plan.emit(r, installable, wanted)
+    if left:
+        r.notes.append(f"install: no declaration provides {', '.join(left)}, which the tests import")
 
     addopts, ini_keys, where = pytest_config(repo, pyproject, setup_cfg, tox)
     plugins = plugins_for(addopts, ini_keys)
@@ -113,7 +154,6 @@ def detect(repo: Path) -> Recipe:
         r.notes.append("install: pytest<9 (a conftest.py implements a hook with the py.path argument pytest 9 removed)")
     else:
         r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
-    name = dist_name(repo, pyproject, setup_cfg) if installable else None
     if name:
         # A pinned requirements file (pip-compile output often pins the project itself) or a plugin that
         # requires the project can replace the tree under test with a release from the index: put the
@@ -135,3 +175,34 @@ def detect(repo: Path) -> Recipe:
             r.pytest_args += ["-o", "python_files=test*.py *_test.py tests.py"]
             r.notes.append("pytest: unittest-style file names (test*.py) collected too")
     return r
+
+
+def test_scope(repo: Path, r: Recipe, runs: ProjectRuns, configured: list[str]) -> list[str]:
+    """Choose the tests to run, in order: pytest's `testpaths`; the paths and options of the project's
+    own pytest command (CI, then tox, nox, Makefile); else pytest's discovery without top-level folders
+    of benchmarks, docs, examples or vendored code. Sets r.test_files/pytest_args and notes; returns the
+    folders whose test files' imports count."""
+    if configured:
+        r.notes.append(f"tests: pytest's testpaths ({' '.join(configured)})")
+        return [p for p in configured if (repo / p).exists()] or ["."]
+    for kind, pruns in runs.pytest:
+        if not pruns:
+            continue
+        paths: list[str] = []
+        for run in pruns:
+            paths += [p for p in pytest_invocation(run.args, repo)[0] if p not in paths]
+        _, opts, _ = pytest_invocation(pruns[0].args, repo)
+        kept, _ = clean_addopts(opts)
+        r.test_files = paths
+        r.pytest_args += kept
+        sources = ", ".join(dict.fromkeys(run.source for run in pruns))
+        r.notes.append(
+            f"tests: {' '.join(paths) or 'pytest discovery'}"
+            f"{' with ' + ' '.join(kept) if kept else ''}, as {kind} runs pytest ({sources})"
+        )
+        return paths or ["."]
+    odd = outside_suite(repo)
+    if odd:
+        r.pytest_args += [f"--ignore={d}" for d in odd]
+        r.notes.append(f"tests: pytest discovery without {', '.join(odd)} (benchmarks, docs, examples, vendored code)")
+    return sorted(p.name for p in repo.iterdir() if p.name not in odd and not p.name.startswith(".")) or ["."]
