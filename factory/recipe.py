@@ -8,6 +8,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from bugforge.factory.declarations import (
     TEST_NAMES,
     base_requirements,
@@ -92,15 +94,15 @@ def detect(repo: Path) -> Recipe:
         r.notes.append("install: requirements.txt (the repository is not an installable package)")
         plan.files.append("requirements.txt")
         plan.covered |= req_names(file_requirements(repo, "requirements.txt")[0])
-    pep735 = {d.name: d for d in plan.groups if "[dependency-groups]" in d.source}
+    pep735 = {canonicalize_name(d.name): d for d in plan.groups if "[dependency-groups]" in d.source}
     for g in TEST_NAMES:
         if g in pep735:
             reqs = plan.without_self(pep735[g].requirements, pep735[g].source)
             if reqs:
                 r.install.append("pip install " + " ".join(shlex.quote(q) for q in reqs))
-                r.notes.append(f"install: PEP 735 dependency group {g!r}")
+                r.notes.append(f"install: PEP 735 dependency group {pep735[g].name!r}")
                 plan.covered |= req_names(reqs)
-                plan.done_groups.add(f"pyproject.toml [dependency-groups] {g}")
+                plan.done_groups.add(pep735[g].source)
             break
     for f in REQUIREMENT_FILES:
         if (repo / f).exists():
