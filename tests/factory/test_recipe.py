@@ -174,7 +174,7 @@ def test_nox_sessions(tmp_path, write_tree):
     r = detect(repo)
     assert r.test_files == ["src/tests"] and r.pytest_args[-2:] == ["-m", "not network"]
     assert step_with(r, "responses") == (
-        "pip install pytest responses || for r in pytest responses; do pip install \"$r\" || true; done"
+        'pip install pytest responses || for r in pytest responses; do pip install "$r" || true; done'
     )
     assert "pip install -e '.[http]' || pip install '.[http]' || true" in r.install
     assert not any("flake8" in c for c in r.install)
