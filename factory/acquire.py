@@ -95,8 +95,7 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
     try:
         if mirror.exists():
             repo = git.Repo(mirror)
-            if not Path(url).exists():
-                repo.git.fetch("--all", "--tags", "--quiet")
+            repo.git.fetch("--all", "--tags", "--quiet")  # a local source moves on too
         else:
             mirror.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
@@ -110,12 +109,22 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
             f"cannot clone {url}: {msg[-1] if msg else e}", "check the URL and that the host is reachable"
         ) from None
     ref = commit or "HEAD"
-    if not Path(url).exists() and commit is None:
+    if commit is None and Path(url).exists():  # a local repository: its HEAD now (a branch, or detached)
+        try:
+            repo.git.fetch("--quiet", url, "HEAD")
+            ref = "FETCH_HEAD"
+        except git.GitCommandError:
+            pass
+    elif commit is None:
         ref = "origin/HEAD" if "origin/HEAD" in [r.name for r in repo.refs] else "HEAD"
-    try:
-        sha = repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
-    except git.GitCommandError:
-        sha = ""
+    sha = ""
+    # a branch name means the source's branch as last fetched (origin/NAME), not the clone's stale copy
+    for name_ in ([f"origin/{commit}"] if commit else []) + [ref]:
+        try:
+            sha = repo.git.rev_parse("--verify", "--quiet", f"{name_}^{{commit}}")
+            break
+        except git.GitCommandError:
+            continue
     if not sha:
         raise BugforgeError(f"commit {ref!r} does not exist in {url}", "pass an existing commit, branch or tag")
     _extract(mirror, sha, dest)

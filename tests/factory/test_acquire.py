@@ -1,0 +1,23 @@
+"""factory/acquire.py: a local git source read again after it moved on (the clone cache is refreshed)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from bugforge.factory.acquire import acquire
+
+
+def test_a_local_repository_is_read_at_its_current_head(git_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("BUGFORGE_HOME", str(tmp_path / "home"))
+    src = git_repo(tmp_path / "proj", {"m.py": "x = 1\n"})
+    first = acquire(str(src), None, tmp_path / "a")
+    assert (tmp_path / "a" / "m.py").read_text() == "x = 1\n"
+    git_repo(src, {"m.py": "x = 2\n"}, "second")  # a new commit: the cached clone must see it
+    second = acquire(str(src), None, tmp_path / "b")
+    assert (tmp_path / "b" / "m.py").read_text() == "x = 2\n"
+    assert second.source_commit != first.source_commit
+    subprocess.run(["git", "-C", str(src), "checkout", "-q", first.source_commit], check=True)  # detached HEAD
+    acquire(str(src), None, tmp_path / "c")
+    assert (tmp_path / "c" / "m.py").read_text() == "x = 1\n"
+    acquire(str(src), "main", tmp_path / "d")  # a branch by name
+    assert (tmp_path / "d" / "m.py").read_text() == "x = 2\n"
