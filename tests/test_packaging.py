@@ -76,6 +76,7 @@ def test_a_regular_install_adds_only_bugforge(source, tmp_path):
     assert tops == {"bugforge"}, tops
     assert any(f.startswith("bugforge/images/") and f.endswith(".Dockerfile") for f in files)  # package data
     assert any(f.startswith("bugforge/factory/templates/") for f in files)
+    assert "bugforge/factory/data/import_map.json" in files  # the repair loop's import-name map
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     out = run(python, "-c", IMPORT, cwd=elsewhere).stdout.strip()
