@@ -94,6 +94,7 @@ class ChatPolicy:
             logprobs=lps,
             finish_reason=ch.finish_reason or "",
             seconds=time.monotonic() - t0,
+            prefilled_tokens=raw["choices"][0].get("prefilled_token_count") or 0,
         )
 
 

@@ -331,6 +331,9 @@ class Turn:
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str = ""
     seconds: float = 0.0
+    prefilled_tokens: int = 0
+    """Leading completion tokens the endpoint forced (serve-model's tool_choice prefill), not sampled:
+    a trainer masks them out of the policy loss."""
 
 
 @dataclass
