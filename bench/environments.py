@@ -1,0 +1,333 @@
+"""Corpus benchmark of `bugforge factory env`: how many real projects get an environment with no
+hand-written recipe, and why the others do not (issue 23, item 5).
+
+Runs the CLI, as a user would, on every project of bench/corpus/environments.txt (each into its own
+folder under --out), then prints one row per project (built or not, tests, passing, excluded files,
+repair steps, seconds), the success rate and the failure classes, every failure in one line; the same
+table goes to OUT/table.md (for docs/figures.md). Resumable: one JSONL record per finished project in
+OUT/results.jsonl; a rerun skips those (and reuses their images), --retry-failed runs failures again.
+
+    python bench/environments.py --out runs/bench/envs --jobs 2
+    python bench/environments.py --out runs/bench/envs --only six,jmespath --jobs 1
+    python bench/environments.py --out runs/bench/envs --report     # the table of what is recorded
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "environments.txt"
+# One repair step as the CLI logs it (factory/repair.py): "repair: PROBLEM -> ACTION (WHY): RESULT".
+REPAIR_LINE = re.compile(r"^repair: .+ -> .+: (fixed|not fixed|failed)")
+
+
+@dataclass
+class Project:
+    source: str
+    commit: str | None
+    why: str
+
+    @property
+    def key(self) -> str:
+        """A short, file-name-safe name: `six-1.17.0`, `rich-v15.0.0`."""
+        if self.source.startswith("pypi:"):
+            base = self.source[5:].replace("==", "-")
+        else:
+            base = self.source.rstrip("/").split("/")[-1].removesuffix(".git")
+        base += f"-{self.commit}" if self.commit else ""
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", base)
+
+    @property
+    def kind(self) -> str:
+        return "pypi" if self.source.startswith("pypi:") else "git"
+
+
+@dataclass
+class Result:
+    key: str
+    source: str
+    commit: str | None
+    built: bool
+    seconds: float
+    tests: int = 0
+    passing: int = 0
+    flaky: int = 0
+    excluded: list[str] = field(default_factory=list)
+    """`PATH: reason` of each file left out."""
+    repairs: list[str] = field(default_factory=list)
+    """`PROBLEM -> ACTION: RESULT` of each repair step."""
+    error: str = ""
+    """The one-line error (built=False)."""
+    failure: str = ""
+    """A short class of the error, for grouping."""
+    log: str = ""
+
+
+def read_corpus(path: Path) -> list[Project]:
+    """Lines `SOURCE [@REF] -- why`; `#` starts a comment."""
+    out = []
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split(" #")[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        head, _, why = line.partition(" -- ")
+        parts = head.split()
+        if len(parts) > 2 or (len(parts) == 2 and not parts[1].startswith("@")) or not why.strip():
+            sys.exit(f"{path}:{n}: expected `SOURCE [@REF] -- why`, got {raw!r}")
+        out.append(Project(parts[0], parts[1][1:] if len(parts) == 2 else None, why.strip()))
+    keys = Counter(p.key for p in out)
+    if dup := [k for k, c in keys.items() if c > 1]:
+        sys.exit(f"{path}: listed twice: {', '.join(dup)}")
+    return out
+
+
+def failure_class(error: str) -> str:
+    """A short class of a one-line error, for grouping failures (e.g. "collection error: ImportError")."""
+
+    def exc_name(text: str) -> str:
+        m = re.search(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))\b", text)
+        return m.group(1).split(".")[-1] if m else "other"
+
+    e = error.removeprefix("error: ")
+    if e.startswith("timeout"):
+        return "timeout (bench limit)"
+    if "did not finish within" in e:
+        return "suite timeout"
+    if e.startswith("no test ran: collecting"):
+        return f"collection error: {exc_name(e.split(' failed: ', 1)[-1])}"
+    if e.startswith("no tests found"):
+        return "no tests collected"
+    if "cannot be collected after repair" in e:
+        return f"over a quarter of files uncollectable: {exc_name(e.split('first: ', 1)[-1])}"
+    if e.startswith("building the environment of") or e.startswith("building a repair layer"):
+        return "install step failed" if "RUN " in e or "returned a non-zero code" in e else "image build failed"
+    if e.startswith("cannot clone") or "is not in http" in e:
+        return "source unreachable"
+    if e.startswith("cannot download the sdist"):
+        return "sdist download failed"
+    if e.startswith("crash:"):
+        return f"crash: {exc_name(e)}"
+    return " ".join(e.split()[:4]) or "unknown"
+
+
+def last_error(log_text: str, rc: int) -> str:
+    """The CLI's one error line (`error: ...`), else the last line of a traceback, else the exit code."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("error: "):
+            return ln
+    if any(ln.startswith("Traceback") for ln in lines):
+        return f"crash: {lines[-1][:300]}"
+    return f"exit code {rc}: {lines[-1][:300] if lines else 'no output'}"
+
+
+def env_dir(out: Path) -> Path | None:
+    """The environment folder the CLI wrote under a project's --out (`out/NAME/env.json`)."""
+    found = sorted(out.glob("*/env.json")) if out.is_dir() else []
+    return found[0].parent if found else None
+
+
+def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None) -> Result:
+    """`bugforge factory env SOURCE --out OUT/envs/KEY` in a subprocess, within `limit` seconds."""
+    proj_out = out / "envs" / p.key
+    log_path = out / "logs" / f"{p.key}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "env", p.source, "--out", str(proj_out)]
+    cmd += ["--commit", p.commit] if p.commit else []
+    cmd += ["--timeout", str(suite_timeout)] if suite_timeout else []
+    t0 = time.monotonic()
+    with open(log_path, "w") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        env = {**os.environ, "COLUMNS": "10000", "NO_COLOR": "1"}  # one log line per message
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=limit)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out, rc = True, -1
+            os.killpg(proc.pid, signal.SIGINT)  # the CLI stops cleanly on an interrupt
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    seconds = round(time.monotonic() - t0, 1)
+    text = log_path.read_text(errors="replace")
+    d = env_dir(proj_out)
+    res = Result(p.key, p.source, p.commit, built=False, seconds=seconds, log=str(log_path))
+    if rc == 0 and d is not None:
+        rec = json.loads((d / "env.json").read_text())
+        recipe = rec["recipe"]
+        tests = rec["tests"].values()
+        res.built = True
+        res.tests = len(rec["tests"])
+        res.passing = sum(t["outcome"] == "passed" and not t["flaky"] for t in tests)
+        res.flaky = sum(bool(t["flaky"]) for t in tests)
+        res.excluded = [f"{x['path']}: {x['reason']}" for x in recipe.get("excluded", [])]
+        res.repairs = [f"{r['problem']} -> {r['action']}: {r['result']}" for r in recipe.get("repairs", [])]
+        return res
+    # Failed: recipe.json holds no repairs yet (written at the end), so read the steps from the log.
+    res.repairs = [ln.removeprefix("repair: ") for ln in text.splitlines() if REPAIR_LINE.match(ln)]
+    res.error = f"timeout: stopped after {limit:.0f} s" if timed_out else last_error(text, rc)
+    res.failure = failure_class(res.error)
+    return res
+
+
+def load_results(path: Path) -> dict[str, Result]:
+    """The latest record per project."""
+    done: dict[str, Result] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = Result(**json.loads(line))
+                done[r.key] = r
+    return done
+
+
+def short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def row_line(r: Result) -> str:
+    if r.built:
+        what = f"built     {r.tests:6d} tests {r.passing:6d} passing  {len(r.excluded):2d} excluded  {len(r.repairs):2d} repairs"
+    else:
+        what = f"FAILED    [{r.failure}] {short(r.error, 160)}"
+    return f"{r.key:32s} {r.seconds:7.0f} s  {what}"
+
+
+def markdown(projects: list[Project], done: dict[str, Result]) -> str:
+    """The table for docs/figures.md: one row per project, the rate, the failure classes."""
+    rows = [p for p in projects if p.key in done]
+    res = [done[p.key] for p in rows]
+    built = sum(r.built for r in res)
+    lines = [
+        "| project | source | built | tests | passing | excluded | repairs | seconds | note |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for p, r in zip(rows, res):
+        if r.built:
+            note = "; ".join(short(x, 80) for x in r.excluded[:3]) + (" …" if len(r.excluded) > 3 else "")
+        else:
+            note = f"**{r.failure}**: {short(r.error, 200)}"
+        src = p.source + (f" @{p.commit}" if p.commit else "")
+        cells = [p.key, f"`{src}`", "yes" if r.built else "**no**"]
+        cells += [str(r.tests), str(r.passing), str(len(r.excluded)), str(len(r.repairs)), f"{r.seconds:.0f}"]
+        lines.append("| " + " | ".join(cells + [note.replace("|", "\\|")]) + " |")
+    lines.append("")
+    lines.append(
+        f"Built: **{built} of {len(res)}** ({100 * built / max(len(res), 1):.0f}%); "
+        f"{sum(r.seconds for r in res) / 60:.0f} min in all."
+    )
+    classes = Counter(r.failure for r in res if not r.built)
+    if classes:
+        lines += ["", "| failure class | projects |", "|---|---|"]
+        for c, n in classes.most_common():
+            names = ", ".join(r.key for r in res if not r.built and r.failure == c)
+            lines.append(f"| {c} | {n}: {names} |")
+    return "\n".join(lines) + "\n"
+
+
+def report(projects: list[Project], done: dict[str, Result], out: Path) -> None:
+    res = [done[p.key] for p in projects if p.key in done]
+    print()
+    for r in res:
+        print(row_line(r))
+        for x in r.excluded:
+            print(f"{'':44s}excluded: {short(x, 150)}")
+    built = sum(r.built for r in res)
+    print(
+        f"\nbuilt {built} of {len(res)} ({100 * built / max(len(res), 1):.1f}%), "
+        f"{sum(r.seconds for r in res) / 60:.1f} min of project time"
+    )
+    missing = [p.key for p in projects if p.key not in done]
+    if missing:
+        print(f"not run yet: {len(missing)} ({', '.join(missing[:8])}{' …' if len(missing) > 8 else ''})")
+    failures = [r for r in res if not r.built]
+    if failures:
+        print("\nfailure classes:")
+        for c, n in Counter(r.failure for r in failures).most_common():
+            print(f"  {n:3d}  {c}")
+        print("\nevery failure:")
+        for r in failures:
+            print(f"  {r.key}: {short(r.error, 300)}")
+    (out / "table.md").write_text(markdown(projects, done))
+    print(f"\ntable: {out / 'table.md'}; records: {out / 'results.jsonl'}; logs: {out / 'logs'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--out", default="runs/bench/environments", help="output folder (default: %(default)s)")
+    ap.add_argument("--corpus", default=str(CORPUS), help="corpus file (default: bench/corpus/environments.txt)")
+    ap.add_argument("--jobs", type=int, default=1, help="projects built at once (default 1)")
+    ap.add_argument("--limit", type=float, default=2400, help="seconds per project, all stages (default 2400)")
+    ap.add_argument("--suite-timeout", type=float, help="seconds per baseline run (CLI --timeout; default its own)")
+    ap.add_argument("--only", help="comma-separated project keys or names (six-1.17.0 or six)")
+    ap.add_argument("--kinds", default="pypi,git", help="which sources: pypi, git or both (default: %(default)s)")
+    ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
+    ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    projects = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
+    if a.only:
+        want = {w.strip() for w in a.only.split(",") if w.strip()}
+        projects = [p for p in projects if p.key in want or p.key.rsplit("-", 1)[0] in want]
+        if not projects:
+            sys.exit(f"--only {a.only}: no such project in {a.corpus}")
+    results = out / "results.jsonl"
+    done = load_results(results)
+    if a.report:
+        report(projects, done, out)
+        return 0
+    todo = [p for p in projects if p.key not in done or (a.retry_failed and not done[p.key].built)]
+    print(
+        f"{len(projects)} projects, {len(projects) - len(todo)} already recorded, {len(todo)} to run, "
+        f"--jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}",
+        flush=True,
+    )
+    lock, t0, finished = threading.Lock(), time.monotonic(), [0]
+
+    def work(p: Project) -> None:
+        with lock:
+            print(f"  start  {p.key}", flush=True)
+        try:
+            r = run_one(p, out, a.limit, a.suite_timeout)
+        except Exception as e:  # the bench's own failure on one project must not stop the others
+            r = Result(p.key, p.source, p.commit, False, 0.0, error=f"crash: bench: {e!r}"[:300])
+            r.failure = failure_class(r.error)
+        with lock:
+            with open(results, "a") as f:
+                f.write(json.dumps(asdict(r)) + "\n")
+            done[p.key] = r
+            finished[0] += 1
+            left = len(todo) - finished[0]
+            eta = (time.monotonic() - t0) / finished[0] * left
+            print(f"[{finished[0]}/{len(todo)}] {row_line(r)}  (~{eta / 60:.0f} min left)", flush=True)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+            list(pool.map(work, todo))
+    except KeyboardInterrupt:
+        print("interrupted; finished projects are recorded, rerun to resume", file=sys.stderr)
+        return 130
+    report(projects, done, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
