@@ -7,9 +7,9 @@ repair steps, seconds), the success rate and the failure classes, every failure 
 table goes to OUT/table.md (for docs/figures.md). Resumable: one JSONL record per finished project in
 OUT/results.jsonl; a rerun skips those (and reuses their images), --retry-failed runs failures again.
 
-    python bench/environments.py --out runs/bench/envs --jobs 2
-    python bench/environments.py --out runs/bench/envs --only six,jmespath --jobs 1
-    python bench/environments.py --out runs/bench/envs --report     # the table of what is recorded
+    python bench/environments.py --out runs/bench/environments --jobs 2
+    python bench/environments.py --out runs/bench/environments --only six,jmespath --jobs 1
+    python bench/environments.py --out runs/bench/environments --report     # the table of what is recorded
 """
 
 from __future__ import annotations
@@ -283,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    projects = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
+    corpus = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
+    projects = corpus
     if a.only:
         want = {w.strip() for w in a.only.split(",") if w.strip()}
         projects = [p for p in projects if p.key in want or p.key.rsplit("-", 1)[0] in want]
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     results = out / "results.jsonl"
     done = load_results(results)
     if a.report:
-        report(projects, done, out)
+        report(corpus, done, out)
         return 0
     todo = [p for p in projects if p.key not in done or (a.retry_failed and not done[p.key].built)]
     print(
@@ -325,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished projects are recorded, rerun to resume", file=sys.stderr)
         return 130
-    report(projects, done, out)
+    report(corpus, done, out)  # every recorded project of the corpus, not only this run's
     return 0
 
 
