@@ -129,12 +129,13 @@ def tox_envs(repo: Path, python: str) -> list[dict] | None:
         base += ["--format", "json", "-x", "tox.requires=", "-x", "tox.min_version=0"]
         # package=skip: building the package makes tox look up every environment's interpreter (seconds
         # each); the configured extras are still reported
-        base += ["-x", "testenv.package=skip"]
+        for section in ("testenv", "env_run_base", "tool.tox.env_run_base"):  # tox.ini, tox.toml, pyproject
+            base += ["-x", f"{section}.package=skip", "-x", f"{section}.use_develop=false"]
         envs = _tox_json(base + ["-e", "ALL", "-k", "deps", "extras", "dependency_groups"], repo)
         if envs is None:
             return None
         tags = {python.replace(".", ""), "%d%d" % sys.version_info[:2]}
-        wanted = [n for n in envs if not py_factors(n) or py_factors(n) & tags]
+        wanted = [n for n in envs if not n.startswith(".") and (not py_factors(n) or py_factors(n) & tags)]
         cmds = _tox_json(base + ["-e", ",".join(wanted), "-k", "commands"], repo) if wanted else {}
     out = []
     for n, e in envs.items():
@@ -144,12 +145,15 @@ def tox_envs(repo: Path, python: str) -> list[dict] | None:
 
 
 def py_factors(env: str) -> set[str]:
-    """Python versions an environment name's factors ask for, as digits: py311, py3.11, pypy311 -> 311."""
+    """Python versions an environment name's factors ask for, as digits: py311, py3.11, pypy311, 3.11,
+    py314t -> 311 (314)."""
     out = set()
     for f in env.split("-"):
-        v = f.removeprefix("pypy").removeprefix("py").replace(".", "")
-        if f.startswith("py") and v.isdigit():
+        v = f.removeprefix("pypy").removeprefix("py").removesuffix("t").replace(".", "")
+        if v.isdigit() and (f.startswith("py") or "." in f):
             out.add(v)
+        elif f in ("pypy", "pypy3"):
+            out.add(f)
     return out
 
 

@@ -29,6 +29,10 @@ PIP_VALUE_OPTS = {
 }  # fmt: skip
 
 
+# tox environments that may run pytest but not the test suite
+NOT_TEST_ENVS = {"bench", "benchmark", "benchmarks", "docs", "doc", "lint", "typing", "mypy", "type", "profile", "fuzz"}
+
+
 @dataclass
 class Install:
     source: str
@@ -185,6 +189,8 @@ def project_runs(repo: Path, python: str) -> ProjectRuns:
     tag = python.replace(".", "")
     tox_runs, tox_installs = [], []
     for env in sorted(envs or [], key=lambda e: tag not in py_factors(e["name"])):
+        if set(env["name"].split("-")) & NOT_TEST_ENVS:
+            continue
         runs = [_split(c) for c in env.get("commands") or []]
         runs = [r for r in runs if is_pytest(r)]
         if runs:

@@ -49,9 +49,9 @@ def pytest_invocation(args: list[str], repo: Path) -> tuple[list[str], list[str]
             continue
         p = a.split("::")[0].rstrip("/")
         p = p[2:] if p.startswith("./") else p
-        if p and not Path(p).is_absolute() and ".." not in Path(p).parts and (repo / p).exists():
-            paths.append(p if p else ".")
-        elif a not in ("", "."):
+        if p not in ("", ".") and not Path(p).is_absolute() and ".." not in Path(p).parts and (repo / p).exists():
+            paths.append(p)
+        elif p not in ("", "."):
             other.append(a)
         i += 1
     return list(dict.fromkeys(paths)), kept, other
@@ -93,26 +93,31 @@ def local_modules(repo: Path) -> set[str]:
 
 
 def imports_of(files: list[Path]) -> set[str]:
-    """Top-level module names the files import (absolute imports and pytest.importorskip("x"))."""
-    names = set()
+    """Top-level module names the files import (absolute imports and pytest.importorskip("x") at statement
+    level, in any block; expressions are not searched)."""
+    names: set[str] = set()
     for f in files:
         try:
             tree = ast.parse(f.read_text(errors="replace"))
         except (SyntaxError, ValueError):
             continue
-        for node in ast.walk(tree):
+        stack = list(tree.body)
+        while stack:
+            node = stack.pop()
             if isinstance(node, ast.Import):
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-            elif (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "attr", "") == "importorskip"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                names.add(node.args[0].value.split(".")[0])
+            elif isinstance(node, (ast.Assign, ast.Expr)) and isinstance(node.value, ast.Call):
+                call = node.value
+                if getattr(call.func, "attr", "") == "importorskip" and call.args:
+                    a = call.args[0]
+                    names |= (
+                        {a.value.split(".")[0]} if isinstance(a, ast.Constant) and isinstance(a.value, str) else set()
+                    )
+            for block in ("body", "orelse", "finalbody", "handlers"):
+                stack += [n for n in getattr(node, block, []) if isinstance(n, (ast.stmt, ast.excepthandler))]
+            stack += [n for c in getattr(node, "cases", []) for n in c.body]
     return names
 
 
