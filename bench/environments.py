@@ -10,6 +10,7 @@ OUT/results.jsonl; a rerun skips those (and reuses their images), --retry-failed
     python bench/environments.py --out runs/bench/environments --jobs 2
     python bench/environments.py --out runs/bench/environments --only six,jmespath --jobs 1
     python bench/environments.py --out runs/bench/environments --report     # the table of what is recorded
+    python bench/environments.py --kinds git --git-mirror /srv/mirrors     # git sources from local bare mirrors
 """
 
 from __future__ import annotations
@@ -139,12 +140,30 @@ def env_dir(out: Path) -> Path | None:
     return found[0].parent if found else None
 
 
-def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None) -> Result:
+def mirrored(source: str, mirror: Path | None) -> str:
+    """A git URL's local bare mirror under `mirror` (OWNER+NAME/repo, OWNER+NAME, NAME.git or NAME), if any."""
+    if mirror is None or source.startswith("pypi:"):
+        return source
+    owner, name = source.rstrip("/").removesuffix(".git").split("/")[-2:]
+    for d in (mirror / f"{owner}+{name}" / "repo", mirror / f"{owner}+{name}", mirror / f"{name}.git", mirror / name):
+        if (d / "HEAD").is_file() and (d / "objects").is_dir():
+            return str(d)
+    return source
+
+
+def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None, mirror: Path | None = None) -> Result:
     """`bugforge factory env SOURCE --out OUT/envs/KEY` in a subprocess, within `limit` seconds."""
     proj_out = out / "envs" / p.key
     log_path = out / "logs" / f"{p.key}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "env", p.source, "--out", str(proj_out)]
+    source = mirrored(p.source, mirror)
+    if source != p.source:  # named NAME.git so the environment is named after the project
+        link = out / "mirrors" / f"{p.source.rstrip('/').removesuffix('.git').split('/')[-1]}.git"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(Path(source).resolve())
+        source = str(link)
+    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "env", source, "--out", str(proj_out)]
     cmd += ["--commit", p.commit] if p.commit else []
     cmd += ["--timeout", str(suite_timeout)] if suite_timeout else []
     t0 = time.monotonic()
@@ -278,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite-timeout", type=float, help="seconds per baseline run (CLI --timeout; default its own)")
     ap.add_argument("--only", help="comma-separated project keys or names (six-1.17.0 or six)")
     ap.add_argument("--kinds", default="pypi,git", help="which sources: pypi, git or both (default: %(default)s)")
+    ap.add_argument("--git-mirror", type=Path, help="read git sources from local bare mirrors in this folder")
     ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
     ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
     a = ap.parse_args(argv)
@@ -307,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             print(f"  start  {p.key}", flush=True)
         try:
-            r = run_one(p, out, a.limit, a.suite_timeout)
+            r = run_one(p, out, a.limit, a.suite_timeout, a.git_mirror)
         except Exception as e:  # the bench's own failure on one project must not stop the others
             r = Result(p.key, p.source, p.commit, False, 0.0, error=f"crash: bench: {e!r}"[:300])
             r.failure = failure_class(r.error)

@@ -73,6 +73,8 @@ def acquire(source: str, commit: str | None, dest: Path) -> Acquired:
             raise BugforgeError(f"{source} is a file, not a repository", "pass a directory, git URL or pypi:NAME==VER")
         if (path / ".git").exists():
             return _from_git(str(path.resolve()), commit, dest, name=path.resolve().name)
+        if _is_bare_repo(path):  # `git clone --mirror` / `--bare`: NAME.git
+            return _from_git(str(path.resolve()), commit, dest, name=path.absolute().name.removesuffix(".git"))
         if commit:
             raise BugforgeError(
                 f"--commit {commit} given but {source} is not a git repository",
@@ -88,6 +90,10 @@ def acquire(source: str, commit: str | None, dest: Path) -> Acquired:
         f"{source!r} is not an existing path, a git URL or pypi:NAME==VERSION",
         "check the spelling of the repository argument",
     )
+
+
+def _is_bare_repo(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
 
 
 def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:

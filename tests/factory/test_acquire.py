@@ -21,3 +21,16 @@ def test_a_local_repository_is_read_at_its_current_head(git_repo, tmp_path, monk
     assert (tmp_path / "c" / "m.py").read_text() == "x = 1\n"
     acquire(str(src), "main", tmp_path / "d")  # a branch by name
     assert (tmp_path / "d" / "m.py").read_text() == "x = 2\n"
+
+
+def test_a_bare_mirror_is_a_git_source(git_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("BUGFORGE_HOME", str(tmp_path / "home"))
+    src = git_repo(tmp_path / "proj", {"m.py": "x = 1\n"})
+    subprocess.run(["git", "-C", str(src), "tag", "v1"], check=True)
+    git_repo(src, {"m.py": "x = 2\n"}, "second")
+    bare = tmp_path / "proj.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(src), str(bare)], check=True)
+    got = acquire(str(bare), "v1", tmp_path / "a")
+    assert got.name == "proj" and (tmp_path / "a" / "m.py").read_text() == "x = 1\n"
+    acquire(str(bare), None, tmp_path / "b")  # its HEAD
+    assert (tmp_path / "b" / "m.py").read_text() == "x = 2\n"
