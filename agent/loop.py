@@ -47,7 +47,11 @@ def _clip(text: str, n: int) -> str:
 def run_episode(instance: dict, policy, session, cfg: AgentConfig | None = None) -> Trajectory:
     cfg = cfg or AgentConfig()
     t0 = time.monotonic()
-    traj = Trajectory(instance_id=instance["instance_id"], model=getattr(policy, "model", "?"))
+    traj = Trajectory(
+        instance_id=instance["instance_id"],
+        model=getattr(policy, "model", "?"),
+        scripted=bool(getattr(policy, "scripted", False)),
+    )
     traj.messages = [
         {"role": "system", "content": SYSTEM.format(format=TEXT_FORMAT if cfg.mode == "text" else TOOLS_FORMAT)},
         {"role": "user", "content": TASK.format(problem=instance["problem_statement"])},

@@ -106,6 +106,7 @@ class OraclePolicy:
     gold_patch: str
     mode: str = "text"
     model: str = "oracle-scripted-gold-patch"
+    scripted: bool = True
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Turn:
         step = sum(1 for m in messages if m["role"] == "assistant")

@@ -353,3 +353,5 @@ class Trajectory:
     grade: dict = field(default_factory=dict)
     seconds: float = 0.0
     tokens: int = 0
+    scripted: bool = False
+    """The policy was a script (the oracle, the expert demonstrator), not a model: never a model result."""

@@ -12,7 +12,12 @@ from bugforge.cli.common import Bars, console, default_of, load_dataset, log
 
 def configure_run_agent(ra) -> None:
     ra.add_argument("--dataset", required=True, help="task instances JSONL")
-    ra.add_argument("--model", required=True, help="model name at the endpoint, or `oracle` (scripted gold patch)")
+    ra.add_argument(
+        "--model",
+        required=True,
+        help="model name at the endpoint; or a SCRIPTED policy, not a model: `oracle` (applies the gold patch) or "
+        "`expert` (works like a person toward the gold patch: demonstrations for SFT)",
+    )
     ra.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     ra.add_argument("--workers", type=int, default=default_of(run_dataset, "workers"))
     ra.add_argument("--out", default="predictions.jsonl")
@@ -48,7 +53,7 @@ def cmd_run_agent(a) -> int:
     from collections import Counter
 
     from bugforge import sandbox
-    from bugforge.agent import OraclePolicy
+    from bugforge.agent import ExpertPolicy, OraclePolicy
 
     rows = load_dataset(a.dataset)
     if a.limit:
@@ -56,6 +61,8 @@ def cmd_run_agent(a) -> int:
     cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
     if a.model == "oracle":
         make = lambda row: OraclePolicy(row["patch"], a.format)  # noqa: E731
+    elif a.model == "expert":
+        make = lambda row: ExpertPolicy(row, a.format)  # noqa: E731
     else:
         policy = ChatPolicy(
             a.model,
