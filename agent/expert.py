@@ -38,6 +38,8 @@ class Edit:
     old: str
     new: str
     line: int
+    at: int = 0
+    """The first line the fix changes."""
     full_old: str = ""
     full_new: str = ""
     """The whole hunk (context included): the fallback when `old` does not occur exactly once."""
@@ -67,7 +69,15 @@ def plan(gold_patch: str, context: int = 1) -> list[FileFix]:
             tgt = lambda ls: "".join(ln.value for ln in ls if not ln.is_removed)  # noqa: E731
             before = sum(1 for ln in lines[:a] if not ln.is_added)
             fix.edits.append(
-                Edit(pf.path, src(lines[a:b]), tgt(lines[a:b]), h.source_start + before + shift, src(lines), tgt(lines))
+                Edit(
+                    pf.path,
+                    src(lines[a:b]),
+                    tgt(lines[a:b]),
+                    h.source_start + before + shift,
+                    h.source_start + sum(1 for ln in lines[: changed[0]] if not ln.is_added) + shift,
+                    src(lines),
+                    tgt(lines),
+                )
             )
             removed = [ln.source_line_no for ln in lines if ln.is_removed]
             first = removed[0] if removed else h.source_start + before
@@ -193,7 +203,7 @@ class ExpertPolicy:
                     if attempt and (old, new) == (e.old, e.new):
                         break
                     thought = (
-                        f"I see the bug at line {e.line} of {e.path}; fixing it."
+                        f"I see the bug at line {e.at} of {e.path}; fixing it."
                         if not attempt
                         else "That did not match exactly once; I'll replace the whole surrounding block."
                     )

@@ -1,13 +1,14 @@
-"""`bugforge train grpo | sft`: RL and SFT on task instances. Defaults live in GRPOTrainConfig and
+"""`bugforge train grpo | sft | split`: RL and SFT on task instances, and train/held-out splits. Defaults live in GRPOTrainConfig and
 SFTTrainConfig (training/config.py); an option given here overrides the config file's value."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bugforge.cli.common import console, load_dataset, log
+from bugforge.cli.common import console, default_of, load_dataset, log
 from bugforge.errors import BugforgeError
 from bugforge.training.config import HARNESSES, GRPOTrainConfig
+from bugforge.training.splits import split
 
 
 def configure(p) -> None:
@@ -34,6 +35,12 @@ def configure(p) -> None:
     ts.add_argument("--out")
     ts.add_argument("--epochs", type=int)
     ts.set_defaults(func=cmd_sft)
+    sp = tr.add_parser("split", help="train / held-out split by source function (no function on both sides)")
+    sp.add_argument("--dataset", required=True, action="append", help="task instances JSONL (repeat for several)")
+    sp.add_argument("--out", required=True, help="folder for splits.json, train.jsonl, held_out.jsonl")
+    sp.add_argument("--held-out", type=float, default=default_of(split, "held_out_fraction"))
+    sp.add_argument("--seed", type=int, default=default_of(split, "seed"))
+    sp.set_defaults(func=cmd_split)
 
 
 def check_model_dir(path: str | None) -> None:
@@ -75,6 +82,26 @@ def cmd_sft(a) -> int:
     console.print(
         f"SFT on {len(ex)} trajectories, {len(losses)} steps, final loss {losses[-1]:.4f}; "
         f"model -> {cfg.output_dir}/final",
+        markup=False,
+    )
+    return 0
+
+
+def cmd_split(a) -> int:
+    from bugforge.records import read_jsonl
+    from bugforge.training.splits import write_splits
+
+    rows = []
+    for d in a.dataset:
+        if not Path(d).is_file():
+            raise BugforgeError(f"dataset {d} does not exist", "pass the instances.jsonl that `factory export` wrote")
+        rows += read_jsonl(Path(d))
+    s = split(rows, a.held_out, a.seed, sources=a.dataset)
+    paths = write_splits(rows, s, Path(a.out))
+    sides = list(s.functions.values())
+    console.print(
+        f"{len(s.train)} train / {len(s.held_out)} held-out instances; {sides.count('train')} / "
+        f"{sides.count('held_out')} functions -> {paths['splits']}",
         markup=False,
     )
     return 0
