@@ -32,6 +32,9 @@ class Episode:
     env_segments: list[tuple[int, int]] = field(default_factory=list)
     """(start, end) of each tool-output segment in completion_ids."""
     seconds: float = 0.0
+    turns: int = 0
+    """Model turns; `format_errors` of them were not a valid action."""
+    format_errors: int = 0
 
 
 def prompt_messages(instance: dict) -> list[dict]:
@@ -127,6 +130,7 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Epis
         ep.env_mask += [1] * len(new)
         ep.logprobs += lps
         ep.model_tokens += len(new)
+        ep.turns += 1
         ended = bool(new) and new[-1] == eos
         reply = tok.decode(new, skip_special_tokens=True)
         try:
@@ -137,6 +141,7 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Epis
             r = session.run(action.args["command"], cfg.command_timeout)
             obs = f"exit code: {r.exit_code}\n{_clip(r.output, 4000)}"
         except FormatError as e:
+            ep.format_errors += 1
             obs = f"Format error: {e}"
         if time.monotonic() - t0 > cfg.episode_seconds:
             ep.exit_reason = "max_seconds"

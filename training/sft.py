@@ -1,6 +1,8 @@
 """SFT on successful trajectories (rejection-sampling fine-tuning): each trajectory whose patch resolved
 its task becomes one example; the loss is on the assistant's tokens only. Segments are cut with the chat
-template itself (the text each message adds), so any model's template works."""
+template itself (the text each message adds), so any model's template works. Tool-call trajectories are
+rendered as the model server renders them (the template's own tool format, else bugforge's fallback), so
+SFT teaches the format the model will be asked to use."""
 
 from __future__ import annotations
 
@@ -15,11 +17,14 @@ from bugforge.training.config import SFTTrainConfig
 IGNORE = -100
 
 
-def tokenize_conversation(tok, messages: list[dict], max_length: int) -> tuple[list[int], list[int]]:
+def tokenize_conversation(
+    tok, messages: list[dict], max_length: int, tools: list | None = None
+) -> tuple[list[int], list[int]]:
     """(input_ids, labels): labels equal input_ids on assistant tokens and IGNORE everywhere else."""
     ids, labels, prev = [], [], ""
+    kw = {"tools": tools} if tools else {}
     for i, m in enumerate(messages):
-        text = tok.apply_chat_template(messages[: i + 1], tokenize=False)
+        text = tok.apply_chat_template(messages[: i + 1], tokenize=False, **kw)
         if not text.startswith(prev):
             raise BugforgeError("the chat template is not prefix-stable; cannot cut messages into segments")
         seg = tok(text[len(prev) :], add_special_tokens=False)["input_ids"]
@@ -30,6 +35,7 @@ def tokenize_conversation(tok, messages: list[dict], max_length: int) -> tuple[l
 
 
 def examples_from(trajectories: Path, tok, cfg: SFTTrainConfig) -> list[tuple[list[int], list[int]]]:
+    """One (input_ids, labels) per kept trajectory (resolved ones unless cfg.only_resolved is off)."""
     if not Path(trajectories).exists():
         raise BugforgeError(f"trajectory file {trajectories} does not exist", "run `bugforge run-agent` first")
     rows = read_jsonl(Path(trajectories))
@@ -39,14 +45,22 @@ def examples_from(trajectories: Path, tok, cfg: SFTTrainConfig) -> list[tuple[li
             f"no {'resolved ' if cfg.only_resolved else ''}trajectories in {trajectories}",
             "collect some with `bugforge run-agent` (trajectories are graded)",
         )
-    out = []
-    for r in keep:
-        msgs = [
-            {"role": m["role"] if m["role"] != "tool" else "user", "content": m.get("content") or ""}
-            for m in r["messages"]
-        ]
-        out.append(tokenize_conversation(tok, msgs, cfg.max_length))
-    return out
+    return [tokenize_conversation(tok, *sft_messages(r["messages"], tok), cfg.max_length) for r in keep]
+
+
+def sft_messages(messages: list[dict], tok) -> tuple[list[dict], list | None]:
+    """(messages, tools) as the model sees them: plain text turns as they are; a tool-call conversation in
+    the chat template's own tool format (with the tool schemas), or bugforge's fallback format (tool calls
+    as `<tool_call>[...]</tool_call>` text) for templates that ignore tools — as `serve-model` renders it."""
+    if not any(m.get("tool_calls") or m["role"] == "tool" for m in messages):
+        return [{"role": m["role"], "content": m.get("content") or ""} for m in messages], None
+    from bugforge.agent import toolcalls
+    from bugforge.agent.server import renders_tools
+    from bugforge.agent.tools import TOOL_SCHEMAS
+
+    if renders_tools(tok):
+        return toolcalls.template_messages(messages), TOOL_SCHEMAS
+    return toolcalls.fallback_messages(messages, TOOL_SCHEMAS), None
 
 
 def masked_loss(model, ids: list[int], labels: list[int]):
