@@ -1,7 +1,7 @@
 """The `bugforge` command. Thin: parse arguments, call the library, print. Every user error is one
 line on stderr and a non-zero exit.
 
-One module per command group (doctor, images, factory, sandbox, agent, eval, train, demo). COMMANDS
+One module per command group (doctor, images, factory, sandbox, agent, eval, train, demo, view). COMMANDS
 lists the top-level commands with their one-line help and the function of their module that adds the
 options (`configure(parser)`, which also sets `func`, the command's entry point); option defaults
 come from the library's config dataclasses. Only the module of the command being run is imported (its
@@ -26,6 +26,7 @@ COMMANDS = {
     "serve-model": ("a local OpenAI-compatible model server (CPU, no hub)", "agent.configure_serve_model"),
     "train": ("RL and SFT on task instances", "train.configure"),
     "demo": ("the main job on the bundled example repository", "demo.configure"),
+    "view": ("browse a runs directory in a local web app (read-only)", "view.configure"),
 }
 
 
