@@ -56,9 +56,13 @@ def kind_of(path: Path) -> str | None:
         try:
             if path.stat().st_size > 64 << 20:
                 return None
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            text = path.read_bytes()
+        except OSError:
             return None
+        try:
+            data = json.loads(text)
+        except ValueError:  # half-written or damaged: a report if it starts like one (its page says what is wrong)
+            return "report" if b'"total_instances"' in text[:4096] or b'"resolved_ids"' in text[:4096] else None
         if isinstance(data, dict) and "resolved_ids" in data and "submitted_ids" in data:
             return "report"
     return None
