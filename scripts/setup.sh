@@ -11,4 +11,9 @@ if ! $PY -c "import bugforge.factory, bugforge.sandbox, bugforge.agent, bugforge
   $PY -c "import bugforge.factory, bugforge.sandbox, bugforge.agent, bugforge.images, bugforge.training"  # fail here, clearly, if the install did not work
   touch .setup-stamp
 fi
+if [ ! -x /usr/bin/chromium ]; then  # the headless browser tests/view drive with Playwright (never `playwright install`)
+  echo "setup: apt-get install chromium"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null 2>&1 \
+    || echo "setup: could not install Debian's chromium (tests/view need /usr/bin/chromium)" >&2
+fi
 bugforge images build
