@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SUBPACKAGES = ["factory", "sandbox", "agent", "training", "images", "cli", "testing", "incontainer"]
+SUBPACKAGES = ["factory", "sandbox", "agent", "training", "images", "cli", "testing", "incontainer", "view"]
 IMPORT = "import bugforge, " + ", ".join(f"bugforge.{p}" for p in SUBPACKAGES) + "; print(bugforge.__file__)"
 PIP_ENV = {"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
 
@@ -77,6 +77,7 @@ def test_a_regular_install_adds_only_bugforge(source, tmp_path):
     assert any(f.startswith("bugforge/images/") and f.endswith(".Dockerfile") for f in files)  # package data
     assert any(f.startswith("bugforge/factory/templates/") for f in files)
     assert "bugforge/factory/data/import_map.json" in files  # the repair loop's import-name map
+    assert "bugforge/view/templates/base.html" in files and "bugforge/view/static/style.css" in files  # the viewer's
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     out = run(python, "-c", IMPORT, cwd=elsewhere).stdout.strip()
