@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
+import httpx
 
 from bugforge.errors import BugforgeError
 from bugforge.paths import cache_home
@@ -226,7 +227,9 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
             text=True,
         )
         files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
-        if r.returncode != 0 or not files:
+        if r.returncode != 0 and "subprocess-exited-with-error" in r.stderr:  # its build backend failed: fetch the file
+            files = [f for f in [_sdist_from_index(name, spec.split("==")[1], Path(tmp))] if f]
+        if not files:
             lines = [ln.strip() for ln in r.stderr.strip().splitlines() if ln.strip()]
             errors = [ln for ln in lines if ln.lower().startswith("error") and "metadata-generation-failed" not in ln]
             last = (errors or lines or ["no sdist found"])[-1]
@@ -249,6 +252,38 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
     # tool, a plugin) replaces the tree under test with the release from the package index.
     _git(dest, "tag", spec.split("==")[1])
     return Acquired(slug(name), source, c, None)
+
+
+def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
+    """The sdist of NAME==VERSION downloaded from pip's index (PEP 691 JSON), its sha256 checked; None if
+    the index lists none. For projects whose metadata no current build backend can prepare."""
+    index = os.environ.get("PIP_INDEX_URL")
+    if not index:
+        r = subprocess.run(
+            ["python3", "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
+        )
+        index = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "https://pypi.org/simple"
+    norm = re.sub(r"[-_.]+", "-", name).lower()
+    accept = {"Accept": "application/vnd.pypi.simple.v1+json"}
+    try:
+        listing = httpx.get(f"{index.rstrip('/')}/{norm}/", headers=accept, follow_redirects=True, timeout=60)
+        listing.raise_for_status()
+        want_name = f"{norm}-{version}".replace("-", "_").lower()
+        for f in listing.json().get("files", []):
+            fname = f["filename"]
+            ext = next((e for e in (".tar.gz", ".zip", ".tgz", ".tar.bz2") if fname.endswith(e)), None)
+            if ext is None or re.sub(r"[-_.]+", "_", fname[: -len(ext)]).lower() != re.sub(r"[-_.]+", "_", want_name):
+                continue
+            data = httpx.get(urllib.parse.urljoin(str(listing.url), f["url"]), follow_redirects=True, timeout=300)
+            data.raise_for_status()
+            want = f.get("hashes", {}).get("sha256")
+            if want and hashlib.sha256(data.content).hexdigest() != want:
+                return None
+            (into / fname).write_bytes(data.content)
+            return into / fname
+    except (httpx.HTTPError, ValueError):
+        return None
+    return None
 
 
 def _copy_tree(src: Path, dest: Path) -> None:

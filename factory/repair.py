@@ -37,6 +37,7 @@ Log = Callable[[str], None]
 MAX_ROUNDS = 4
 EXCLUDE_LIMIT = 0.25  # more than this share of the test files excluded: an error, not an environment
 PYTEST_LADDER = ["pytest<9", "pytest<8"]  # releases that still load plugins written for older hook specs
+PYTEST_FOR_PYTHON = "pip install 'pytest>=7.4,<9'"  # the oldest line that runs on Python 3.9-3.12
 IMPORT_MAP = Path(__file__).parent / "data" / "import_map.json"
 # Files the install created (egg-info, build outputs) must not show up in an agent's diff.
 UNTRACKED_TO_EXCLUDE = (
@@ -139,6 +140,16 @@ def plugin_failure(col: Collection) -> tuple[str, str | None] | None:
     lines = col.log.splitlines()
     line = next((ln.strip() for s in _PLUGIN_FAILURE for ln in lines if s in ln), "")  # the most telling first
     return line[:300], name
+
+
+def pytest_crash(col: Collection) -> str | None:
+    """The failure's line when pytest itself crashed before collecting (a traceback through `_pytest/`
+    ending in an error that is neither a plugin's nor a missing module): a pytest too old for the image's
+    Python, as a project's pinned test requirements often install."""
+    if col.items or col.errors or plugin_failure(col) or _MISSING.search(col.log) or "/_pytest/" not in col.log:
+        return None
+    line = last_line(col.log)
+    return line if re.match(r"^[\w.]*(Error|Exception)\b", line) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -247,6 +258,10 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
                     lambda c, m=module: m in missing_modules(c),
                 )
             )
+    crash = pytest_crash(col)
+    if crash and PYTEST_FOR_PYTHON not in tried and PYTEST_FOR_PYTHON not in recipe.install:
+        still = lambda c: pytest_crash(c) is not None  # noqa: E731
+        steps.append(_Step(f"startup: {crash}", PYTEST_FOR_PYTHON, "a pytest release for this Python", True, still))
     failure = plugin_failure(col)
     stopped = not col.items and not col.errors and any(s in col.log for s in _ADDOPTS_FAILURE)
     if failure:
