@@ -77,6 +77,19 @@ def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
     assert step.action == "pip install PyYAML" and step.problem.startswith("tests/test_b.py: ModuleNotFoundError")
 
 
+def test_plan_replaces_a_pytest_that_crashes_on_the_images_python(tmp_path):
+    """A pinned test requirement (pytest==5.4.3) whose assertion rewriting crashes on Python 3.11."""
+    log = (
+        'Traceback (most recent call last):\n  File "/opt/venv/lib/python3.11/site-packages/_pytest/assertion/'
+        'rewrite.py", line 330, in _rewrite_test\n    co = compile(tree, fn, "exec", dont_inherit=True)\n'
+        'TypeError: required field "lineno" missing from alias\n'
+    )
+    (step,) = plan(Collection(log=log), Recipe(), tmp_path, set())
+    assert step.action == "pip install 'pytest>=7.4,<9'" and "lineno" in step.problem
+    assert plan(Collection(log=log), Recipe(), tmp_path, {step.action}) == []  # once only
+    assert plan(Collection(items=["t.py::a"], log=log), Recipe(), tmp_path, set()) == []  # it collected: no crash
+
+
 # --- real environments ----------------------------------------------------------------------------
 
 OLDPLUG = {
