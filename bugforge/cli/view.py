@@ -16,6 +16,5 @@ def cmd_view(a) -> int:
     from bugforge.cli.common import console
     from bugforge.view import serve
 
-    console.print(f"bugforge view: http://{a.host}:{a.port}/ over {a.runs_dir} (Ctrl-C to stop)", markup=False)
-    serve(a.runs_dir, host=a.host, port=a.port)
+    serve(a.runs_dir, host=a.host, port=a.port, log=lambda m: console.print(m, markup=False, soft_wrap=True))
     return 0

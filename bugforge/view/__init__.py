@@ -20,9 +20,16 @@ class ViewConfig:
 
 
 def serve(
-    runs_dir: str | Path = ViewConfig.runs_dir, *, host: str = ViewConfig.host, port: int = ViewConfig.port
+    runs_dir: str | Path = ViewConfig.runs_dir,
+    *,
+    host: str = ViewConfig.host,
+    port: int = ViewConfig.port,
+    log=print,
 ) -> None:
-    """Serve the viewer until interrupted. Raises BugforgeError when `runs_dir` is not a directory."""
+    """Serve the viewer until interrupted. Raises BugforgeError when `runs_dir` is not a directory or the
+    port is taken."""
+    import socket
+
     import uvicorn
 
     from bugforge.view.app import create_app
@@ -30,4 +37,10 @@ def serve(
     root = Path(runs_dir)
     if not root.is_dir():
         raise BugforgeError(f"{root} is not a directory", "pass the runs directory (e.g. `bugforge view runs`)")
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise BugforgeError(f"cannot listen on {host}:{port}: {e.strerror}", "pass another --port")
+    log(f"bugforge view: http://{host}:{port}/ over {root} (Ctrl-C to stop)")
     uvicorn.run(create_app(root), host=host, port=port, log_level="warning")
