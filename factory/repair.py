@@ -344,8 +344,29 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
             )
             recipe.repairs.append(RepairStep(s.problem, f"{s.action} ({s.why})", result))
             log(f"repair: {s.problem} -> {s.action} ({s.why}): {result}")
-    exclude(col, recipe)
+    try:
+        exclude(col, recipe)
+    except BugforgeError as e:
+        if url := repository_url(repo):  # an sdist that ships its tests incomplete: the repository has them
+            e.fix += f", or build from the project's repository ({url}) at this release's tag"
+        raise
     return image
+
+
+def repository_url(repo: Path) -> str | None:
+    """The source repository an sdist's PKG-INFO names (Project-URL Source/Repository/Code, else a
+    Home-page on a code host); None for other sources."""
+    if not (repo / "PKG-INFO").is_file():
+        return None
+    meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
+    urls = [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or [] if "," in u]
+    labelled = [
+        u.split(",", 1)[-1].strip()
+        for u in meta.get_all("Project-URL") or []
+        if re.search(r"source|repo|code|github|gitlab", u.split(",", 1)[0], re.I)
+    ]
+    hosted = [u for u in [*urls, meta.get("Home-page") or ""] if re.search(r"github|gitlab|codeberg|bitbucket", u)]
+    return (labelled or hosted or [None])[0]
 
 
 def exclude(col: Collection, recipe: Recipe) -> None:

@@ -9,7 +9,7 @@ import subprocess
 
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
-from bugforge.factory.repair import Collection, plan, provider
+from bugforge.factory.repair import Collection, plan, provider, repository_url
 from bugforge.records import ExcludedFile, Recipe
 
 # --- what to install for a missing module, and what to do about a failing plugin (no container) -----
@@ -53,6 +53,18 @@ def test_provider_reads_an_sdists_pkg_info_extras(tmp_path, write_tree):
         },
     )
     assert provider(repo, "ujson") == ("ujson>=5", "the project's extra 'speed' (PKG-INFO)")
+
+
+def test_an_sdists_repository_is_named_for_incomplete_tests(tmp_path, write_tree):
+    head = "Metadata-Version: 2.1\nName: s\nVersion: 1\n"
+    a = write_tree(tmp_path / "a", {"PKG-INFO": head + "Home-page: https://github.com/o/s\n"})
+    b = write_tree(
+        tmp_path / "b",
+        {"PKG-INFO": head + "Project-URL: Docs, https://s.rtfd.io\nProject-URL: Source, https://git.example/o/s\n"},
+    )
+    c = write_tree(tmp_path / "c", {"setup.py": ""})
+    assert repository_url(a) == "https://github.com/o/s" and repository_url(b) == "https://git.example/o/s"
+    assert repository_url(c) is None
 
 
 def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
