@@ -9,7 +9,10 @@ SWE-bench's markers, so `python -m swebench.harness.run_evaluation` scores our r
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +24,7 @@ from bugforge.errors import BugforgeError
 from bugforge.factory import statement
 from bugforge.factory.acquire import FIXED_DATE
 from bugforge.factory.generate import Scratch, load_validated
+from bugforge.factory.layers import Base, Thin
 from bugforge.images import image_exists
 from bugforge.records import (
     Candidate,
@@ -56,13 +60,16 @@ git rev-parse HEAD
 """
 
 
-def test_files_of(val: Validation, repo_dir: str) -> list[str]:
+def test_files_of(val: Validation, repo_dir: str, tracked: list[str] | None = None) -> list[str]:
+    """The files of `val`'s tests and the test configuration files `repo_dir` tracks (`tracked`: its
+    `git ls-files`, when known)."""
     import subprocess
 
     files = {t.split("::")[0] for t in (*val.FAIL_TO_PASS, *val.PASS_TO_PASS)}
-    tracked = subprocess.run(
-        ["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True
-    ).stdout.split()
+    if tracked is None:
+        tracked = subprocess.run(
+            ["git", "-C", repo_dir, "ls-files"], capture_output=True, text=True, check=True
+        ).stdout.split()
     config = {p for p in tracked if p.rsplit("/", 1)[-1] in tamper.CONFIG_NAMES}
     return sorted(files | (config & set(tracked)))
 
@@ -134,6 +141,11 @@ class ExportConfig:
     """Export at most this many valid bugs (in the order they were proposed); None: all."""
     seed: int = 0
     """Seeds the wording of the problem statements."""
+    method: str = "layers"
+    """layers: write each instance's layer and load a batch of images at once (factory.layers);
+    commit: a container per instance, committed (the older, slower path; same trees and commit ids)."""
+    batch: int = 16
+    """Images per `docker load` (layers); the rows of a batch are written once its images are loaded."""
 
 
 def export(
@@ -142,6 +154,8 @@ def export(
     *,
     limit: int | None = ExportConfig.limit,
     seed: int = ExportConfig.seed,
+    method: str = ExportConfig.method,
+    batch: int = ExportConfig.batch,
     progress: Callable[[str, int, int], None] = lambda *a: None,
     statement_lm: tuple | None = None,
 ) -> Path:
@@ -162,8 +176,47 @@ def export(
     write_card(out)
     rows = {r["instance_id"]: r for r in read_jsonl(out)}
     todo = valid[:limit] if limit else valid
+    if method not in METHODS:
+        raise BugforgeError(f"unknown export method {method!r}", f"use one of: {', '.join(METHODS)}")
     progress("export", 0, len(todo))
-    with Scratch(env.repo_dir) as scratch:  # one clone for every gold patch
+    base: Base | None = None
+    thins: list[Thin] = []
+    written: list[TaskInstance] = []  # rows waiting for their batch's images
+    loading: list = []  # the batch being loaded (in a thread, while the next one is made) and its rows
+
+    def settle() -> None:
+        if loading:
+            future, batch_rows = loading.pop()
+            future.result()
+            for row in batch_rows:
+                append_jsonl(out, row)
+                rows[row.instance_id] = row.__dict__
+
+    def flush() -> None:
+        settle()
+        if thins:  # the shared layer goes with the first batch; the engine has it for the next ones
+            loading.append((loader.submit(base.load, list(thins), with_shared=not base.loaded), list(written)))
+            base.loaded = True
+        else:
+            loading.append((loader.submit(lambda: None), list(written)))
+        thins.clear(), written.clear()
+
+    def build(cand: Candidate, tag: str) -> str:
+        nonlocal base
+        if method == "layers":
+            if base is None:
+                base = stack.enter_context(Base(env.image))
+                stack.callback(lambda: [f.exception() for f, _ in loading])  # a load in flight ends first
+            thin = base.layer(cand.patch, tag)
+            if thin:
+                thins.append(thin)
+                return thin.commit
+        return build_instance_image(env, cand, tag)
+
+    with Scratch(env.repo_dir) as scratch, ExitStack() as stack:  # one clone for every gold patch
+        loader = stack.enter_context(ThreadPoolExecutor(1))
+        tracked = subprocess.run(["git", "-C", env.repo_dir, "ls-files"], capture_output=True, text=True, check=True)
+        tracked = tracked.stdout.split()
         for i, (cand, val) in enumerate(todo, 1):
             iid = f"{env.name}.{cand.strategy}.{cand.id[:8]}"
             # The environment's key is in the tag: the same bug in a rebuilt environment (a new commit, recipe
@@ -171,43 +224,63 @@ def export(
             tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}-{env.key[:8]}"
             if iid in rows:
                 if not image_exists(rows[iid]["image"]):
-                    build_instance_image(env, cand, rows[iid]["image"])  # deterministic: the row stays right
-                progress("export", i, len(todo))
-                continue
-            commit = build_instance_image(env, cand, tag)
-            tests = test_files_of(val, env.repo_dir)
-            problem = statement.write(cand, val, seed)
-            if statement_lm:
-                problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
-            row = TaskInstance(
-                instance_id=iid,
-                repo=f"bugforge/{env.name}",
-                base_commit=commit,
-                patch=scratch.combine([cand.patch], reverse=True),
-                test_patch="",
-                problem_statement=problem,
-                FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
-                PASS_TO_PASS=json.dumps(val.PASS_TO_PASS),
-                version="1.0",
-                created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                image=tag,
-                eval_script=eval_script(commit, [*val.FAIL_TO_PASS, *val.PASS_TO_PASS], env.recipe.pytest_args),
-                log_parser="parse_log_pytest",
-                eval_type="pass_and_fail",
-                environment_setup_commit=env.base_commit,
-                strategy=cand.strategy,
-                bug_patch=cand.patch,
-                files=cand.files,
-                function=cand.function,
-                difficulty=difficulty(cand),
-                env_image=env.image,
-                test_files=tests,
-                pytest_args=env.recipe.pytest_args,
-            )
-            append_jsonl(out, row)
-            rows[iid] = row.__dict__
+                    build(cand, rows[iid]["image"])  # deterministic: the row stays right
+            else:
+                commit = build(cand, tag)
+                written.append(instance_row(env, cand, val, iid, tag, commit, scratch, seed, statement_lm, tracked))
+            if len(thins) >= batch or not thins:
+                flush()
             progress("export", i, len(todo))
+        flush()
+        settle()
+        progress("export", len(todo), len(todo))
     return out
+
+
+METHODS = ("layers", "commit")
+
+
+def instance_row(
+    env: EnvRecord,
+    cand: Candidate,
+    val: Validation,
+    iid: str,
+    tag: str,
+    commit: str,
+    scratch: Scratch,
+    seed: int,
+    statement_lm: tuple | None,
+    tracked: list[str] | None = None,
+) -> TaskInstance:
+    """The row of one exported bug whose image `tag` holds `commit`."""
+    problem = statement.write(cand, val, seed)
+    if statement_lm:
+        problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
+    return TaskInstance(
+        instance_id=iid,
+        repo=f"bugforge/{env.name}",
+        base_commit=commit,
+        patch=scratch.combine([cand.patch], reverse=True),
+        test_patch="",
+        problem_statement=problem,
+        FAIL_TO_PASS=json.dumps(val.FAIL_TO_PASS),
+        PASS_TO_PASS=json.dumps(val.PASS_TO_PASS),
+        version="1.0",
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        image=tag,
+        eval_script=eval_script(commit, [*val.FAIL_TO_PASS, *val.PASS_TO_PASS], env.recipe.pytest_args),
+        log_parser="parse_log_pytest",
+        eval_type="pass_and_fail",
+        environment_setup_commit=env.base_commit,
+        strategy=cand.strategy,
+        bug_patch=cand.patch,
+        files=cand.files,
+        function=cand.function,
+        difficulty=difficulty(cand),
+        env_image=env.image,
+        test_files=test_files_of(val, env.repo_dir, tracked),
+        pytest_args=env.recipe.pytest_args,
+    )
 
 
 SPLIT = "test"

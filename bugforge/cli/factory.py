@@ -69,6 +69,12 @@ def configure(p) -> None:
         "harbor: the folder for the task directories (default: runs/NAME/harbor)",
     )
     x.add_argument("--limit", type=int, default=ExportConfig.limit, help="export at most this many")
+    x.add_argument(
+        "--method",
+        choices=["layers", "commit"],
+        default=ExportConfig.method,
+        help="layers: image layers written here, loaded in batches (default); commit: a container per instance",
+    )
     x.set_defaults(func=cmd_export)
 
 
@@ -125,7 +131,7 @@ def cmd_export(a) -> int:
         )
         return 0
     with Bars() as bars:
-        out = export(a.env, a.out, limit=a.limit, progress=bars)
+        out = export(a.env, a.out, limit=a.limit, method=a.method, progress=bars)
     rows = read_jsonl(out)
     console.print(
         f"{len(rows)} task instances in {out} (one image each; score them with "

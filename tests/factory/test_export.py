@@ -73,3 +73,48 @@ def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
         assert results["noop"]["resolved_ids"] == [] and results["noop"]["unresolved_ids"] == ids
     finally:
         remove_images(rows)
+
+
+def test_layers_export_makes_the_images_committed_containers_make(calc_env, tmp_path):
+    """`method="layers"` (layers written on the host, one `docker load` a batch) gives every instance
+    the image `method="commit"` gives it: the same commit id, the same /testbed (files, owners, modes,
+    index entries, objects), baseline manifest and tools, no object of the fixed state, the same rows
+    but for timestamps; a missing image is rebuilt on resume. The environment is renamed, so the tags
+    are this test's own."""
+    import uuid
+
+    from bugforge.engine import client
+    from bugforge.factory.export import export, remove_images
+    from bugforge.factory.layers import fingerprint
+
+    envdir = tmp_path / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, envdir)
+    rec = json.loads((envdir / "env.json").read_text())
+    rec["name"] = f"calclayers{uuid.uuid4().hex[:8]}"
+    (envdir / "env.json").write_text(json.dumps(rec))
+    generate(envdir, max_candidates=8, workers=2, log=lambda m: None, strategies=["op_change", "remove_assign"])
+    old, new = [], []
+    try:
+        old = read_jsonl(export(envdir, tmp_path / "old.jsonl", limit=3, method="commit"))
+        for r in old:  # aside, so that the layers path makes every image itself
+            client().images.get(r["image"]).tag(r["image"].split(":")[0], r["image"].split(":")[1] + "-old")
+            client().images.remove(r["image"])
+            r["image"] += "-old"
+        new = read_jsonl(export(envdir, tmp_path / "new.jsonl", limit=3, method="layers", batch=2))
+        assert len(old) == len(new) == 3
+        env_layers = len(client().images.get(calc_env.image).attrs["RootFS"]["Layers"])
+        volatile = {"created_at", "image", "image_name", "docker_image"}
+        for a, b in zip(old, new):
+            assert a["base_commit"] == b["base_commit"]
+            assert {k: v for k, v in a.items() if k not in volatile} == {
+                k: v for k, v in b.items() if k not in volatile
+            }
+            assert len(client().images.get(b["image"]).attrs["RootFS"]["Layers"]) == env_layers + 2  # not committed
+            fa, fb = fingerprint(a["image"], (calc_env.base_commit,)), fingerprint(b["image"], (calc_env.base_commit,))
+            assert fa == fb and fb["fixed_left"] == "0"
+        client().images.remove(new[1]["image"])
+        again = read_jsonl(export(envdir, tmp_path / "new.jsonl", limit=3, method="layers"))
+        assert again == new
+        assert fingerprint(new[1]["image"]) == fingerprint(old[1]["image"])
+    finally:
+        remove_images([*old, *new])
