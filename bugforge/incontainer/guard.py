@@ -45,7 +45,7 @@ class Guard:
             if pid == 0:
                 try:
                     os.setgroups([])
-                    os.setgid(self.uid)
+                    os.setgid(self.gid)
                     os.setuid(self.uid)
                     os.kill(-1, signal.SIGKILL)
                 finally:
