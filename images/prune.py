@@ -102,14 +102,6 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
     stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or tags(i) & keep or i["Id"] in users}
     parent = {i["Id"]: i["ParentId"] for i in c.api.images(all=True)}
     held = set()  # what the images that stay are built on
-    # An image `docker load` made (factory.layers' instance images) names no parent: it is built on
-    # every image whose layers begin its own.
-    chains = [tuple(c.api.inspect_image(x)["RootFS"]["Layers"]) for x in stay if not parent.get(x)]
-    for i in images:
-        mine = tuple(c.api.inspect_image(i["Id"])["RootFS"]["Layers"])
-        if any(len(ch) > len(mine) and ch[: len(mine)] == mine for ch in chains):
-            held.add(i["Id"])
-            stay.add(i["Id"])
     for x in stay:
         while (x := parent.get(x)) and x not in held:
             held.add(x)
