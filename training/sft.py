@@ -45,7 +45,11 @@ def examples_from(trajectories: Path, tok, cfg: SFTTrainConfig) -> list[tuple[li
             f"no {'resolved ' if cfg.only_resolved else ''}trajectories in {trajectories}",
             "collect some with `bugforge run-agent` (trajectories are graded)",
         )
-    return [tokenize_conversation(tok, *sft_messages(r["messages"], tok), cfg.max_length) for r in keep]
+    out = []
+    for r in keep:
+        msgs, tools = sft_messages(r["messages"], tok)
+        out.append(tokenize_conversation(tok, msgs, cfg.max_length, tools))
+    return out
 
 
 def sft_messages(messages: list[dict], tok) -> tuple[list[dict], list | None]:
