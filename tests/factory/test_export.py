@@ -85,7 +85,7 @@ def test_layers_export_makes_the_images_committed_containers_make(calc_env, tmp_
 
     from bugforge.engine import client
     from bugforge.factory.export import export, remove_images
-    from bugforge.factory.layers import fingerprint
+    from bugforge.factory.layers import Base, fingerprint
 
     envdir = tmp_path / "env"
     shutil.copytree(Path(calc_env.testmap).parent, envdir)
@@ -112,6 +112,10 @@ def test_layers_export_makes_the_images_committed_containers_make(calc_env, tmp_
             assert len(client().images.get(b["image"]).attrs["RootFS"]["Layers"]) == env_layers + 2  # not committed
             fa, fb = fingerprint(a["image"], (calc_env.base_commit,)), fingerprint(b["image"], (calc_env.base_commit,))
             assert fa == fb and fb["fixed_left"] == "0"
+        with Base(calc_env.image) as base:  # a bug that adds a file: the committed path makes its image
+            added = "diff --git a/NEW.txt b/NEW.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NEW.txt\n@@ -0,0 +1 @@\n+x\n"
+            assert base.layer(added, "bugforge/task.x:y") is None
+            assert base.layer(new[0]["bug_patch"], "bugforge/task.x:y").commit == new[0]["base_commit"]
         client().images.remove(new[1]["image"])
         again = read_jsonl(export(envdir, tmp_path / "new.jsonl", limit=3, method="layers"))
         assert again == new
