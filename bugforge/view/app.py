@@ -247,7 +247,7 @@ def create_app(runs_dir: str | Path) -> FastAPI:
 
     def _traj_links(report_rel: str) -> dict[str, tuple[str, int]]:
         """instance id -> (trajectory file, line) for the report's model, files beside the report first."""
-        model = rn.model_of_report(Path(report_rel))
+        name = Path(report_rel).name  # MODEL.RUN.json; a model name may hold dots itself
         here = str(Path(report_rel).parent)
         links: dict[str, tuple[str, int]] = {}
         for rel in sorted(cached_scan(root).trajectories, key=lambda r: (str(Path(r).parent) != here, r)):
@@ -256,7 +256,7 @@ def create_app(runs_dir: str | Path) -> FastAPI:
             except OSError:
                 continue
             for r in idx.rows:
-                if r.summary.model.replace("/", "__") == model:
+                if name.startswith(r.summary.model.replace("/", "__") + "."):
                     links.setdefault(r.summary.instance_id, (rel, r.line))
         return links
 

@@ -191,10 +191,6 @@ def compare(a: dict, b: dict) -> tuple[list[tuple[str, str, str]], dict[str, int
     return lost + gained + same, counts
 
 
-def model_of_report(path: Path) -> str:
-    return path.name.split(".", 1)[0]
-
-
 # ---- training metrics -------------------------------------------------------------------------------
 
 CURVES = (
