@@ -1,6 +1,7 @@
 """Lazy, read-only access to JSONL files of any size: a byte-offset index of the complete lines,
-built once per file and kept in memory keyed by path (re-checked by size and mtime on each use; a
-file that only grew is indexed from where the last pass stopped), with a small summary of every row
+built once per file and kept in memory keyed by path (re-checked by size, mtime and inode on each use;
+a file that only grew is indexed from where the last pass stopped, one replaced or rewritten from the
+start), with a small summary of every row
 (`summarize`) kept beside each offset so that listing, filtering and counting never re-read the file.
 Bad lines are recorded, not raised: `errors` holds (line number, message) for every line that is not
 a JSON object, and `torn` the line number of a last line with no newline (a writer still at work or
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 Summarize = Callable[[dict], Any]
+HEAD = 256
 
 
 @dataclass
@@ -41,22 +43,27 @@ class JsonlIndex:
     lines: int = 0
     size: int = -1
     mtime: float = -1.0
+    ino: int = -1
+    head: bytes = b""
+    """The file's first bytes when last indexed (a rewrite in place changes them)."""
     version: int = 0
     """Bumped whenever the index changes (derived caches key on it)."""
 
     def refresh(self) -> None:
         """Bring the index up to date with the file: nothing when size and mtime are unchanged, the new
-        lines when the file only grew, everything when it shrank or was replaced."""
+        lines when the file only grew, everything when it shrank, was replaced (another inode: an atomic
+        rewrite) or its first bytes changed."""
         try:
             st = os.stat(self.path)
         except OSError as e:
             raise FileNotFoundError(f"{self.path}: {e.strerror}") from None
-        if st.st_size == self.size and st.st_mtime == self.mtime:
+        if st.st_size == self.size and st.st_mtime == self.mtime and st.st_ino == self.ino:
             return
-        if st.st_size < self.end:
-            self.rows, self.errors, self.end, self.lines = [], [], 0, 0
-        self.torn = None
         with open(self.path, "rb") as f:
+            head = f.read(HEAD)
+            if st.st_ino != self.ino or st.st_size < self.end or head[: len(self.head)] != self.head:
+                self.rows, self.errors, self.end, self.lines = [], [], 0, 0  # replaced or rewritten: start again
+            self.ino, self.head, self.torn = st.st_ino, head, None
             f.seek(self.end)
             offset = self.end
             for raw in f:
