@@ -67,10 +67,24 @@ def create_app(runs_dir: str | Path) -> FastAPI:
         for rel in runs.datasets:
             try:
                 idx = ds.dataset_index(root / rel)
-                sets.append({"rel": rel, "rows": len(idx.rows), "problems": len(idx.problems())})
+                vals = ds.validations((root / rel).parent)
+                sets.append(
+                    {
+                        "rel": rel,
+                        "stats": ds.stats(idx),
+                        "problems": len(idx.problems()),
+                        "cost": ds.cost(vals) if vals else None,
+                    }
+                )
             except Exception as e:
-                sets.append({"rel": rel, "rows": 0, "problems": 1, "error": str(e)})
-        return html("home.html", runs=runs, envs=envs, datasets=sets)
+                sets.append({"rel": rel, "stats": None, "problems": 1, "error": str(e)})
+        reports = []
+        for rel in runs.reports:
+            try:
+                reports.append({"rel": rel, "rep": rn.load_report(root / rel)})
+            except Exception as e:
+                reports.append({"rel": rel, "rep": None, "error": str(e)})
+        return html("home.html", runs=runs, envs=envs, datasets=sets, reports=reports)
 
     @app.get("/env", response_class=HTMLResponse)
     def environment(path: str):
