@@ -1,97 +1,317 @@
-"""CPU learning check (not a timed test): GRPO on SmolLM2-135M-Instruct over an easy curriculum of
-factory tasks (single-line bugs), against the same run with learning rate 0 and the same seeds. Prints
-both reward curves (mean reward, resolve rate, filtered share per step) and their difference.
+"""Learning bench (run by hand, not in CI): does a model learn in the gym? Expert demonstrations (the
+SCRIPTED gold-patch demonstrator, never a model result) on the train split -> SFT of SmolLM2-135M-Instruct
+-> GRPO from the SFT checkpoint (deepswe preset, partial reward) and the same GRPO with lr=0; then four
+arms on held-out instances (split by source function), several seeded samples each: base, SFT,
+SFT+GRPO, SFT+GRPO lr=0. Prints per arm the valid-action rate, submit rate, resolve rate (Wilson 95%
+interval) and mean partial reward, and the GRPO reward curve per step. Every stage is recorded under
+--out and skipped when done, so a rerun resumes.
 
-    python bench/learning.py --dataset runs/textkit/instances.jsonl --tasks 3 --steps 3 --generations 2
+    python bench/learning.py --datasets runs/learn/textkit/instances.jsonl \\
+        runs/learn/cachetools/instances.jsonl runs/learn/six/instances.jsonl --out runs/bench-learning
 
-Figures: docs/figures.md, "Learning check".
+Figures: docs/figures.md, "Learning bench"; the recipe: docs/training.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import random
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bugforge.records import read_jsonl  # noqa: E402
-from bugforge.training import GRPOTrainConfig  # noqa: E402
-from bugforge.training.grpo import train_grpo  # noqa: E402
+from bugforge.records import append_jsonl, read_jsonl  # noqa: E402
+from bugforge.training import GRPOTrainConfig, SFTTrainConfig  # noqa: E402
+from bugforge.training.splits import split, write_splits  # noqa: E402
 
-EASY = ("op_change", "op_change_const", "flip_operators", "change_return", "remove_assign", "off_by_one")
-
-
-def curriculum(rows: list[dict], n: int) -> list[dict]:
-    easy = [
-        r
-        for r in rows
-        if r.get("difficulty") == "easy" and r.get("strategy") in EASY and len(json.loads(r["FAIL_TO_PASS"])) <= 3
-    ]
-    easy.sort(key=lambda r: (len(r["problem_statement"]), r["instance_id"]))
-    return easy[:n]
+ARMS = ("base", "sft", "sft+grpo", "sft+grpo lr=0")
 
 
-def run(rows, lr: float, a, out: Path) -> list[dict]:
-    cfg = GRPOTrainConfig(
-        num_generations=a.generations,
-        tasks_per_step=1,
-        max_steps=a.steps,
-        learning_rate=lr,
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def agent_cfg(a, **kw) -> GRPOTrainConfig:
+    """The episode limits, shared by GRPO's rollouts and the held-out evaluation."""
+    return GRPOTrainConfig(
         agent_steps=a.agent_steps,
         turn_tokens=a.turn_tokens,
         max_completion_tokens=a.max_tokens,
-        save_steps=10_000,
-        rollout_workers=a.generations,
+        command_timeout=30,
+        episode_seconds=600,
         seed=a.seed,
-        temperature=1.0,
-        output_dir=str(out),
+        **kw,
     )
-    if (out / "metrics.jsonl").exists():
-        (out / "metrics.jsonl").unlink()
-    train_grpo(rows, None, cfg)
-    return [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def demonstrations(train: list[dict], a, out: Path) -> Path:
+    """The expert's (SCRIPTED) text-format trajectories on the first --demos train instances, graded."""
+    from bugforge.agent import AgentConfig, ExpertPolicy
+    from bugforge.agent.run import run_dataset
+    from bugforge.sandbox import connect
+
+    rows = random.Random(a.seed).sample(train, min(a.demos, len(train)))
+    box = connect(None)
+    try:
+        trajs = run_dataset(
+            rows,
+            lambda r: ExpertPolicy(r, "text"),
+            box,
+            predictions=out / "demos" / "predictions.jsonl",
+            trajectories=out / "demos" / "trajectories.jsonl",
+            workers=2,
+            config=AgentConfig(mode="text", max_steps=20),
+        )
+    finally:
+        box.shutdown()
+    done = read_jsonl(out / "demos" / "trajectories.jsonl")
+    log(
+        f"demonstrations (expert, scripted): {sum(bool((t.get('grade') or {}).get('resolved')) for t in done)}"
+        f"/{len(done)} resolved ({len(trajs)} new)"
+    )
+    return out / "demos" / "trajectories.jsonl"
+
+
+def sft(demos: Path, a, out: Path) -> Path:
+    final = out / "sft" / "final"
+    if (final / "config.json").exists():
+        return final
+    from bugforge.agent.model import load
+    from bugforge.training.sft import examples_from, train_sft
+
+    cfg = SFTTrainConfig(
+        epochs=a.sft_epochs, learning_rate=a.sft_lr, max_length=a.max_tokens, seed=a.seed, output_dir=str(out / "sft")
+    )
+    (out / "sft" / "metrics.jsonl").unlink(missing_ok=True)
+    tok, model = load(None)
+    ex = examples_from(demos, tok, cfg)
+    t = time.monotonic()
+    losses = train_sft(ex, model, tok, cfg, log=log)
+    n = max(1, len(ex))
+    log(
+        f"SFT: {len(ex)} demonstrations, {len(losses)} steps, {time.monotonic() - t:.0f} s; mean loss first epoch "
+        f"{sum(losses[:n]) / n:.3f}, last epoch {sum(losses[-n:]) / n:.3f}"
+    )
+    return final
+
+
+def grpo(train: list[dict], init: Path, lr: float, a, out: Path) -> tuple[Path, list[dict]]:
+    d = out / f"grpo-lr{lr:g}"
+    if not (d / "final" / "config.json").exists():
+        from bugforge.training.grpo import train_grpo
+
+        (d / "metrics.jsonl").unlink(missing_ok=True)
+        for ck in d.glob("checkpoint-*"):
+            import shutil
+
+            shutil.rmtree(ck)
+        tasks = random.Random(a.seed + 1).sample(train, min(len(train), a.grpo_steps))
+        cfg = agent_cfg(
+            a,
+            preset="deepswe",
+            reward="partial",
+            num_generations=a.generations,
+            tasks_per_step=1,
+            max_steps=a.grpo_steps,
+            learning_rate=lr,
+            temperature=1.0,
+            rollout_workers=2,
+            save_steps=10_000,
+            output_dir=str(d),
+        )
+        t = time.monotonic()
+        train_grpo(tasks, str(init), cfg)
+        log(f"GRPO lr={lr:g}: {a.grpo_steps} steps in {time.monotonic() - t:.0f} s")
+    return d / "final", read_jsonl(d / "metrics.jsonl")
+
+
+def weights_digest(model_dir: Path) -> str:
+    from safetensors.torch import load_file
+
+    h = hashlib.sha256()
+    for f in sorted(Path(model_dir).glob("*.safetensors")):
+        for k, v in sorted(load_file(str(f)).items()):
+            h.update(k.encode())
+            h.update(v.float().numpy().tobytes())
+    return h.hexdigest()
+
+
+class SeededGenerator:
+    """Generation with the model, one call at a time; the sampling seed of each call is fixed by the
+    episode's seed and the turn, so every arm sees the same seeds on the same (instance, sample)."""
+
+    def __init__(self, model, tok):
+        from bugforge.training.rollout import TransformersGenerator
+
+        self.inner, self.lock = TransformersGenerator(model, tok), threading.Lock()
+
+    def for_episode(self, seed: int):
+        outer, turn = self, [0]
+
+        class _G:
+            def generate(self, ids, max_new, temperature):
+                import torch
+
+                with outer.lock:
+                    torch.manual_seed(seed * 1000 + turn[0])
+                    turn[0] += 1
+                    return outer.inner.generate(ids, max_new, temperature)
+
+        return _G()
+
+
+def evaluate(arm: str, model_dir: Path | None, held: list[dict], a, out: Path) -> list[dict]:
+    """Episodes of one arm on every (held-out instance, sample), appended to eval/<arm>.jsonl (resumable)."""
+    from bugforge.agent.model import load
+    from bugforge.sandbox import connect
+    from bugforge.sandbox.grader import grade_patch
+    from bugforge.training.rollout import reward_of, run_episode
+
+    path = out / "eval" / f"{arm.replace(' ', '_').replace('=', '')}.jsonl"
+    done = {(r["instance_id"], r["sample"]) for r in read_jsonl(path)}
+    todo = [(i, r, s) for i, r in enumerate(held) for s in range(a.samples) if (r["instance_id"], s) not in done]
+    if todo:
+        tok, model = load(str(model_dir) if model_dir else None)
+        gen = SeededGenerator(model, tok)
+        cfg = agent_cfg(a, temperature=a.eval_temperature)
+        box, lock, t0 = connect(None), threading.Lock(), time.monotonic()
+
+        def one(item):
+            i, row, s = item
+            session = box.create(image=row["image"])
+            try:
+                ep = run_episode(
+                    row, gen.for_episode(a.seed * 100_003 + i * 101 + s), tok, session, cfg, max_format_errors=3
+                )
+            finally:
+                session.close()
+            grade = grade_patch(row, ep.patch) if ep.patch.strip() else None
+            rec = {
+                "arm": arm,
+                "instance_id": row["instance_id"],
+                "sample": s,
+                "turns": ep.turns,
+                "format_errors": ep.format_errors,
+                "exit_reason": ep.exit_reason,
+                "submitted": ep.exit_reason == "submitted",
+                "resolved": bool(grade and grade.resolved),
+                "reward": reward_of(grade, "partial"),
+                "model_tokens": ep.model_tokens,
+                "seconds": round(ep.seconds, 1),
+            }
+            with lock:
+                append_jsonl(path, rec)
+                done.add((row["instance_id"], s))
+                log(f"{arm}: {len(done)}/{len(held) * a.samples} episodes ({time.monotonic() - t0:.0f} s)")
+
+        try:
+            with ThreadPoolExecutor(max_workers=2) as pool:  # one generates while the other runs commands
+                list(pool.map(one, todo))
+        finally:
+            box.shutdown()
+    return read_jsonl(path)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return 0.0, 0.0
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def table(results: dict[str, list[dict]], curves: dict[float, list[dict]], a, shared: str) -> str:
+    lines = [
+        f"held-out: {a.heldout} instances x {a.samples} samples (seeds fixed per instance and sample), "
+        f"{a.agent_steps} turns x {a.turn_tokens} tokens, eval temperature {a.eval_temperature}",
+        "",
+        "| arm | episodes | valid actions | submit rate | resolved | resolve rate (95% Wilson) | mean partial reward |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm in ARMS:
+        rows = results.get(arm, [])
+        n = len(rows)
+        turns = sum(r["turns"] for r in rows)
+        valid = (turns - sum(r["format_errors"] for r in rows)) / turns if turns else 0.0
+        sub = sum(r["submitted"] for r in rows)
+        k = sum(r["resolved"] for r in rows)
+        lo, hi = wilson(k, n)
+        lines.append(
+            f"| {arm} | {n} | {valid:.1%} ({turns} turns) | {sub / max(1, n):.1%} | {k} | "
+            f"{k / max(1, n):.1%} [{lo:.1%}, {hi:.1%}] | {sum(r['reward'] for r in rows) / max(1, n):.3f} |"
+        )
+    if shared:
+        lines.append(f"\n{shared}")
+    lines += ["", "GRPO reward per step (partial reward, train tasks, G episodes each):", ""]
+    lines += [
+        f"| step | reward lr={a.lr:g} | resolve | filtered | reward lr=0 | resolve | filtered |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for x, y in zip(curves.get(a.lr, []), curves.get(0.0, [])):
+        lines.append(
+            f"| {x['step']} | {x.get('reward', 0):.3f} | {x.get('resolve_rate', 0):.2f} | "
+            f"{x.get('filtered_share', 0):.2f} | {y.get('reward', 0):.3f} | {y.get('resolve_rate', 0):.2f} | "
+            f"{y.get('filtered_share', 0):.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dataset", default="runs/textkit/instances.jsonl")
-    ap.add_argument("--tasks", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--generations", type=int, default=4)
-    ap.add_argument("--agent-steps", type=int, default=3)
-    ap.add_argument("--turn-tokens", type=int, default=128)
-    ap.add_argument("--max-tokens", type=int, default=2048)
-    ap.add_argument("--lr", type=float, default=1e-5)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", nargs="+", required=True)
     ap.add_argument("--out", default="runs/bench-learning")
+    ap.add_argument("--held-out-fraction", type=float, default=0.4)
+    ap.add_argument("--heldout", type=int, default=30, help="held-out instances evaluated")
+    ap.add_argument("--samples", type=int, default=2, help="seeded episodes per held-out instance and arm")
+    ap.add_argument("--demos", type=int, default=60, help="train instances the expert demonstrates")
+    ap.add_argument("--sft-epochs", type=int, default=2)
+    ap.add_argument("--sft-lr", type=float, default=3e-5)
+    ap.add_argument("--grpo-steps", type=int, default=4)
+    ap.add_argument("--generations", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=1e-6)
+    ap.add_argument("--agent-steps", type=int, default=8)
+    ap.add_argument("--turn-tokens", type=int, default=160)
+    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--eval-temperature", type=float, default=0.7)
+    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    rows = curriculum(read_jsonl(Path(a.dataset)), a.tasks)
-    if not rows:
-        print("no easy instances in the dataset; run `make demo` first")
-        return 1
-    print(f"curriculum: {len(rows)} easy tasks ({', '.join(r['instance_id'] for r in rows)})")
-    curves = {lr: run(rows, lr, a, Path(a.out) / f"lr{lr:g}") for lr in (a.lr, 0.0)}
-    print(
-        f"\nGRPO (deepswe preset) on SmolLM2-135M-Instruct, CPU; G={a.generations}, {a.steps} steps, "
-        f"{a.agent_steps} turns x {a.turn_tokens} tokens, seed {a.seed}"
-    )
-    print(
-        f"{'step':>4} | {'reward lr=' + format(a.lr, 'g'):>16} {'reward lr=0':>12} {'diff':>7} | "
-        f"{'resolved':>9} {'resolved0':>9} | {'filtered':>8} {'filtered0':>9}"
-    )
-    for x, y in zip(curves[a.lr], curves[0.0]):
-        print(
-            f"{x['step']:>4} | {x.get('reward', 0):>16.3f} {y.get('reward', 0):>12.3f} "
-            f"{x.get('reward', 0) - y.get('reward', 0):>+7.3f} | {x.get('resolve_rate', 0):>9.2f} "
-            f"{y.get('resolve_rate', 0):>9.2f} | {x.get('filtered_share', 0):>8.2f} {y.get('filtered_share', 0):>9.2f}"
-        )
-    mean = lambda c: sum(r.get("reward", 0) for r in c) / max(1, len(c))  # noqa: E731
-    print(
-        f"mean reward: lr={a.lr:g} {mean(curves[a.lr]):.3f}, lr=0 {mean(curves[0.0]):.3f}, "
-        f"difference {mean(curves[a.lr]) - mean(curves[0.0]):+.3f}"
-    )
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "settings.json").write_text(json.dumps(vars(a), indent=1) + "\n")
+    t0 = time.monotonic()
+    rows = [r for d in a.datasets for r in read_jsonl(Path(d))]
+    s = split(rows, a.held_out_fraction, a.seed, sources=a.datasets)
+    write_splits(rows, s, out / "splits")
+    by_id = {r["instance_id"]: r for r in rows}
+    train = [by_id[i] for i in s.train]
+    held = random.Random(a.seed).sample([by_id[i] for i in s.held_out], min(a.heldout, len(s.held_out)))
+    log(f"split: {len(s.train)} train / {len(s.held_out)} held-out instances from {len(a.datasets)} datasets")
+    demos = demonstrations(train, a, out)
+    sft_dir = sft(demos, a, out)
+    curves, finals = {}, {}
+    for lr in (a.lr, 0.0):
+        finals[lr], curves[lr] = grpo(train, sft_dir, lr, a, out)
+    results: dict[str, list[dict]] = {}
+    results["base"] = evaluate("base", None, held, a, out)
+    results["sft"] = evaluate("sft", sft_dir, held, a, out)
+    results["sft+grpo"] = evaluate("sft+grpo", finals[a.lr], held, a, out)
+    shared = ""
+    if weights_digest(finals[0.0]) == weights_digest(sft_dir):
+        shared = "sft+grpo lr=0: its weights are bit-identical to SFT's, so its held-out episodes are SFT's."
+        results["sft+grpo lr=0"] = [{**r, "arm": "sft+grpo lr=0"} for r in results["sft"]]
+    else:
+        results["sft+grpo lr=0"] = evaluate("sft+grpo lr=0", finals[0.0], held, a, out)
+    text = table(results, curves, a, shared)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    log(f"total {time.monotonic() - t0:.0f} s; table -> {out / 'table.md'}")
     return 0
 
 

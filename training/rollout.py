@@ -113,13 +113,15 @@ class VLLMGenerator:
         return completion_ids[0], [lp[0] for lp in logprobs[0]]
 
 
-def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Episode:
+def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig, max_format_errors: int = 0) -> Episode:
+    """One episode; `max_format_errors` > 0 ends it (exit_reason format_errors, not filtered) after that many
+    invalid replies in a row, as the agent loop does (evaluation uses it; training leaves it off)."""
     t0 = time.monotonic()
     messages = prompt_messages(instance)
     ep = Episode(
         instance["instance_id"], _ids(tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True))
     )
-    eos = tok.eos_token_id
+    eos, streak = tok.eos_token_id, 0
     for _ in range(cfg.agent_steps):
         budget = cfg.max_completion_tokens - len(ep.completion_ids)
         if budget <= 0:
@@ -140,9 +142,14 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig) -> Epis
                 break
             r = session.run(action.args["command"], cfg.command_timeout)
             obs = f"exit code: {r.exit_code}\n{_clip(r.output, 4000)}"
+            streak = 0
         except FormatError as e:
             ep.format_errors += 1
+            streak += 1
             obs = f"Format error: {e}"
+            if max_format_errors and streak >= max_format_errors:
+                ep.exit_reason = "format_errors"
+                break
         if time.monotonic() - t0 > cfg.episode_seconds:
             ep.exit_reason = "max_seconds"
             break

@@ -18,8 +18,8 @@ from bugforge.training.splits import function_key, split
 @pytest.fixture(scope="module")
 def demonstrations(instances, tmp_path_factory):
     """The expert's graded trajectories on every calc instance, in the text and the tool-call format."""
-    from bugforge.sandbox.runtime import Runtime, SandboxConfig
     from bugforge.sandbox.grader import grade_patch
+    from bugforge.sandbox.runtime import Runtime, SandboxConfig
 
     rt = Runtime(SandboxConfig(owner="pytest-expert"))
     out = tmp_path_factory.mktemp("demos") / "trajectories.jsonl"
