@@ -162,7 +162,9 @@ def export(
     """Build an image for every valid bug not yet exported and append its row to `out`; rows already
     there gain the fields added since they were written (`upgrade`), and `out`'s folder gets a dataset
     card naming `out` as its data (`write_card`), so `datasets.load_dataset(folder, split=SPLIT)` and
-    the tools built on it (mini-swe-agent, SWE-agent) load the rows alone."""
+    the tools built on it (mini-swe-agent, SWE-agent) load the rows alone. `method` "layers" loads
+    `batch` images at a time (factory.layers) and appends their rows once they are loaded; "commit"
+    commits a container per bug. Both give the same /testbed and commit id (docs/bugs.md, Export)."""
     env_path = Path(env_path)
     env_dir = env_path if env_path.is_dir() else env_path.parent
     if not (env_dir / "env.json").exists():
