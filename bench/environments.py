@@ -140,15 +140,21 @@ def env_dir(out: Path) -> Path | None:
     return found[0].parent if found else None
 
 
-def mirrored(source: str, mirror: Path | None) -> str:
-    """A git URL's local bare mirror under `mirror` (OWNER+NAME/repo, OWNER+NAME, NAME.git or NAME), if any."""
-    if mirror is None or source.startswith("pypi:"):
-        return source
-    owner, name = source.rstrip("/").removesuffix(".git").split("/")[-2:]
-    for d in (mirror / f"{owner}+{name}" / "repo", mirror / f"{owner}+{name}", mirror / f"{name}.git", mirror / name):
-        if (d / "HEAD").is_file() and (d / "objects").is_dir():
-            return str(d)
-    return source
+def mirror_config(mirror: Path | None) -> dict[str, str]:
+    """Git configuration (GIT_CONFIG_COUNT/KEY_n/VALUE_n) that reads https://github.com/OWNER/NAME[.git]
+    from the bare mirror OWNER+NAME/repo (or OWNER+NAME) under `mirror`: for the corpus' git sources and
+    for the repositories that sdists with incomplete tests fall back to, on a machine without GitHub."""
+    pairs = []
+    for d in sorted(mirror.iterdir()) if mirror else []:
+        repo = d / "repo" if (d / "repo" / "HEAD").is_file() else d
+        if "+" in d.name and (repo / "HEAD").is_file() and (repo / "objects").is_dir():
+            owner, name = d.name.split("+", 1)
+            for url in (f"https://github.com/{owner}/{name}.git", f"https://github.com/{owner}/{name}"):
+                pairs.append((f"url.{repo.resolve()}.insteadOf", url))  # the longest match wins
+    env = {"GIT_CONFIG_COUNT": str(len(pairs))} if pairs else {}
+    for i, (k, v) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    return env
 
 
 def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None, mirror: Path | None = None) -> Result:
@@ -156,21 +162,14 @@ def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None, mi
     proj_out = out / "envs" / p.key
     log_path = out / "logs" / f"{p.key}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    source = mirrored(p.source, mirror)
-    if source != p.source:  # named NAME.git so the environment is named after the project
-        link = out / "mirrors" / f"{p.source.rstrip('/').removesuffix('.git').split('/')[-1]}.git"
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.is_symlink():
-            link.symlink_to(Path(source).resolve())
-        source = str(link)
-    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "env", source, "--out", str(proj_out)]
+    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "env", p.source, "--out", str(proj_out)]
     cmd += ["--commit", p.commit] if p.commit else []
     cmd += ["--timeout", str(suite_timeout)] if suite_timeout else []
     t0 = time.monotonic()
     with open(log_path, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n")
         f.flush()
-        env = {**os.environ, "COLUMNS": "10000", "NO_COLOR": "1"}  # one log line per message
+        env = {**os.environ, "COLUMNS": "10000", "NO_COLOR": "1", **mirror_config(mirror)}  # one line per message
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
             rc = proc.wait(timeout=limit)
@@ -297,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite-timeout", type=float, help="seconds per baseline run (CLI --timeout; default its own)")
     ap.add_argument("--only", help="comma-separated project keys or names (six-1.17.0 or six)")
     ap.add_argument("--kinds", default="pypi,git", help="which sources: pypi, git or both (default: %(default)s)")
-    ap.add_argument("--git-mirror", type=Path, help="read git sources from local bare mirrors in this folder")
+    ap.add_argument(
+        "--git-mirror",
+        type=Path,
+        help="read GitHub sources from bare mirrors DIR/OWNER+NAME[/repo] (git url.insteadOf)",
+    )
     ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
     ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
     a = ap.parse_args(argv)

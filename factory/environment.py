@@ -9,6 +9,7 @@ import hashlib
 import json
 import shutil
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
 from bugforge.factory.acquire import acquire, slug
 from bugforge.factory.recipe import detect
-from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
+from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair, repository_url
 from bugforge.images import build_image, ensure_base_image, image_exists
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
 from bugforge.testing.testmap import TestMap
@@ -67,7 +68,50 @@ def build_environment(
     force: bool = False,
     log: Log = print,
 ) -> tuple[EnvRecord, bool]:
-    """Build (or reuse) the environment of `source`. Returns (record, reused)."""
+    """Build (or reuse) the environment of `source`. Returns (record, reused). A `pypi:` source whose sdist
+    ships too little of its test suite to build (most test files uncollectable, or none) is built from the
+    repository its PKG-INFO names, at the release's tag, when that tag exists; the record says so."""
+    try:
+        return _build(source, commit, recipe_path, out, runs, timeout, force, log)
+    except BugforgeError as e:
+        incomplete = "cannot be collected after repair" in e.what or e.what.startswith("no tests found")
+        url = repository_url(_staging(out, source, commit) / "repo") if source.startswith("pypi:") else None
+        if not (incomplete and url):
+            raise
+        tag = release_tag(url, source.split("==", 1)[1])
+        if tag is None:
+            e.fix = f"{e.fix} (no tag of release {source.split('==', 1)[1]} found in {url})"
+            raise
+        log(f"acquire: the sdist's tests cannot run ({e.what[:120]}); building {url} at tag {tag} instead")
+        rec, reused = _build(url, tag, recipe_path, out, runs, timeout, force, log)
+        return rec, reused
+
+
+def _staging(out: Path, source: str, commit: str | None) -> Path:
+    """Where a build acquires its source (kept after a failure, replaced by the next build)."""
+    return Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
+
+
+def release_tag(url: str, version: str) -> str | None:
+    """The tag of `version` in the repository at `url` (VERSION, vVERSION, NAME-VERSION ...), or None."""
+    r = subprocess.run(["git", "ls-remote", "--tags", url], capture_output=True, text=True, timeout=120)
+    tags = {ln.split("refs/tags/", 1)[1].removesuffix("^{}") for ln in r.stdout.splitlines() if "refs/tags/" in ln}
+    for t in (version, f"v{version}", f"release-{version}", f"version-{version}"):
+        if t in tags:
+            return t
+    return next((t for t in sorted(tags) if t.endswith(f"-{version}")), None)
+
+
+def _build(
+    source: str,
+    commit: str | None,
+    recipe_path: str | None,
+    out: Path,
+    runs: int,
+    timeout: float,
+    force: bool,
+    log: Log,
+) -> tuple[EnvRecord, bool]:
     if runs < 2:
         raise BugforgeError(
             f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
@@ -81,7 +125,7 @@ def build_environment(
                 f"the environment's directory {env_dir} would hold the source {local}",
                 "pass --out a directory outside the source repository",
             )
-    staging = Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
+    staging = _staging(out, source, commit)
     shutil.rmtree(staging, ignore_errors=True)
     log(f"acquire: {source}{' @ ' + commit if commit else ''}")
     got = acquire(source, commit, staging / "repo")
@@ -153,8 +197,6 @@ def build_environment(
 
 
 def _head(repo: Path) -> str:
-    import subprocess
-
     return subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -4,8 +4,11 @@ Real images, containers and git repositories; the choices themselves are tested 
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
+import tarfile
 
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
@@ -180,3 +183,37 @@ def test_submodules_are_initialised_from_a_local_repository(tmp_path, git_repo):
     assert got.notes[0].startswith(f"submodule tests/data: initialised from {tmp_path / 'data'} at ")
     assert got.notes[1].startswith("submodule ext: not fetched from https://nonexistent.invalid/x/ext.git (")
     assert got.notes[1].endswith("its files are missing")
+
+
+def test_an_sdist_with_incomplete_tests_is_built_from_its_repository_tag(base_image, tmp_path, cli, git_repo):
+    """A `pypi:` source whose sdist leaves out tests/__init__.py (which the tests import from) is built from
+    the repository its PKG-INFO names, at the release's tag. Real pip (a local index beside PyPI), git, Docker."""
+    name, version = "bugforge-fixture-incomplete-sdist", "1.0"
+    code = {
+        "setup.py": f"from setuptools import setup\nsetup(name='{name}', version='{version}', packages=['incs'])\n",
+        "incs/__init__.py": "def double(x):\n    return 2 * x\n",
+        "tests/test_c.py": "from incs import double\n\n\ndef test_c():\n    assert double(1) == 2\n",
+    }
+    code |= {f"tests/test_{n}.py": f"from tests import HELPER\n\n\ndef test_{n}():\n    assert HELPER\n" for n in "ab"}
+    src = git_repo(tmp_path / "incs", {**code, "tests/__init__.py": "HELPER = 1\n"})
+    subprocess.run(["git", "-C", str(src), "tag", version], check=True)
+    git_repo(src, {"tests/test_d.py": "def test_d():\n    pass\n"}, "after the release")
+    bare = tmp_path / "incs.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(src), str(bare)], check=True)
+    top = f"{name.replace('-', '_')}-{version}"
+    pkg_info = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nProject-URL: Source, {bare}\n"
+    sdist = tmp_path / "index" / f"{top}.tar.gz"
+    (tmp_path / "index" / name).mkdir(parents=True)
+    with tarfile.open(sdist, "w:gz") as tar:
+        for path, text in {**code, "PKG-INFO": pkg_info}.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{path}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "index" / name / "index.html").write_text(f'<a href="../{sdist.name}">{sdist.name}</a>\n')
+    env = {**os.environ, "PIP_EXTRA_INDEX_URL": (tmp_path / "index").as_uri()}
+    r = cli("factory", "env", f"pypi:{name}=={version}", "--out", str(tmp_path / "out"), env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert f"building {bare} at tag {version} instead" in " ".join(r.stdout.split())
+    rec = json.loads(next((tmp_path / "out").glob("*/env.json")).read_text())
+    assert rec["source"] == str(bare) and len(rec["tests"]) == 3  # the tag's suite, not the later commit's
