@@ -51,12 +51,13 @@ def agent_cfg(a, **kw) -> GRPOTrainConfig:
 
 
 def demonstrations(train: list[dict], a, out: Path) -> Path:
-    """The expert's (SCRIPTED) text-format trajectories on the first --demos train instances, graded."""
+    """The expert's (SCRIPTED) text-format trajectories on --demos train instances (one-file bugs), graded."""
     from bugforge.agent import AgentConfig, ExpertPolicy
     from bugforge.agent.run import run_dataset
     from bugforge.sandbox import connect
 
-    rows = random.Random(a.seed).sample(train, min(a.demos, len(train)))
+    one_file = [r for r in train if len(r.get("files") or []) == 1]  # shorter episodes: cheaper SFT on CPU
+    rows = random.Random(a.seed).sample(one_file, min(a.demos, len(one_file)))
     box = connect(None)
     try:
         trajs = run_dataset(
@@ -86,7 +87,11 @@ def sft(demos: Path, a, out: Path) -> Path:
     from bugforge.training.sft import examples_from, train_sft
 
     cfg = SFTTrainConfig(
-        epochs=a.sft_epochs, learning_rate=a.sft_lr, max_length=a.max_tokens, seed=a.seed, output_dir=str(out / "sft")
+        epochs=a.sft_epochs,
+        learning_rate=a.sft_lr,
+        max_length=a.sft_max_length,
+        seed=a.seed,
+        output_dir=str(out / "sft"),
     )
     (out / "sft" / "metrics.jsonl").unlink(missing_ok=True)
     tok, model = load(None)
@@ -143,25 +148,48 @@ def weights_digest(model_dir: Path) -> str:
 
 
 class SeededGenerator:
-    """Generation with the model, one call at a time; the sampling seed of each call is fixed by the
-    episode's seed and the turn, so every arm sees the same seeds on the same (instance, sample)."""
+    """Generation with the model, one call at a time. Each episode keeps its KV cache between turns (the
+    context is re-read only where it is new: the observation and the next prompt), and the sampling seed
+    of each call is fixed by the episode's seed and the turn, so every arm sees the same seeds on the
+    same (instance, sample)."""
 
     def __init__(self, model, tok):
-        from bugforge.training.rollout import TransformersGenerator
-
-        self.inner, self.lock = TransformersGenerator(model, tok), threading.Lock()
+        self.model, self.tok, self.lock = model, tok, threading.Lock()
 
     def for_episode(self, seed: int):
-        outer, turn = self, [0]
+        outer = self
 
         class _G:
+            turn, cache, cached = 0, None, []
+
             def generate(self, ids, max_new, temperature):
                 import torch
+                from transformers import DynamicCache
 
-                with outer.lock:
-                    torch.manual_seed(seed * 1000 + turn[0])
-                    turn[0] += 1
-                    return outer.inner.generate(ids, max_new, temperature)
+                with outer.lock, torch.no_grad():
+                    torch.manual_seed(seed * 1000 + self.turn)
+                    self.turn += 1
+                    if self.cache is None or ids[: len(self.cached)] != self.cached:
+                        self.cache, self.cached = DynamicCache(), []
+                    out = outer.model.generate(
+                        torch.tensor([ids]),
+                        past_key_values=self.cache,
+                        max_new_tokens=max_new,
+                        do_sample=temperature > 0,
+                        temperature=temperature or None,
+                        top_p=None,
+                        top_k=None,
+                        return_dict_in_generate=True,
+                        output_logits=True,
+                        pad_token_id=outer.tok.pad_token_id
+                        if outer.tok.pad_token_id is not None
+                        else outer.tok.eos_token_id,
+                    )
+                    new = out.sequences[0][len(ids) :].tolist()
+                    self.cache = out.past_key_values
+                    self.cached = out.sequences[0].tolist()[: self.cache.get_seq_length()]
+                t = temperature or 1.0
+                return new, [torch.log_softmax(x[0].float() / t, -1)[i].item() for x, i in zip(out.logits, new)]
 
         return _G()
 
@@ -178,6 +206,7 @@ def evaluate(arm: str, model_dir: Path | None, held: list[dict], a, out: Path) -
     todo = [(i, r, s) for i, r in enumerate(held) for s in range(a.samples) if (r["instance_id"], s) not in done]
     if todo:
         tok, model = load(str(model_dir) if model_dir else None)
+        model.eval()
         gen = SeededGenerator(model, tok)
         cfg = agent_cfg(a, temperature=a.eval_temperature)
         box, lock, t0 = connect(None), threading.Lock(), time.monotonic()
@@ -273,9 +302,10 @@ def main() -> int:
     ap.add_argument("--demos", type=int, default=60, help="train instances the expert demonstrates")
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=3e-5)
+    ap.add_argument("--sft-max-length", type=int, default=2048, help="tokens per demonstration (memory, CPU time)")
     ap.add_argument("--grpo-steps", type=int, default=4)
     ap.add_argument("--generations", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=1e-6)
+    ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--agent-steps", type=int, default=8)
     ap.add_argument("--turn-tokens", type=int, default=160)
     ap.add_argument("--max-tokens", type=int, default=4096)

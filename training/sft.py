@@ -113,6 +113,7 @@ def train_sft(examples, model, tok, cfg: SFTTrainConfig, log=print) -> list[floa
                     )
                     + "\n"
                 )
+                f.flush()
             log(f"sft: epoch {epoch + 1}/{cfg.epochs} mean loss {sum(losses[-len(order) :]) / max(1, len(order)):.4f}")
     model.save_pretrained(out / "final")
     tok.save_pretrained(out / "final")
