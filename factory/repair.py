@@ -373,19 +373,23 @@ def exclude(col: Collection, recipe: Recipe) -> None:
     """Leave out (`--ignore`) each file or directory that cannot be collected; an error when they are
     more than EXCLUDE_LIMIT of the test files. Nothing to do when pytest collected nothing at all and
     reported no error (the baseline says why)."""
-    bad = sorted(p for p in col.errors if p and "::" not in p)
+    why: dict[str, str] = {}  # a class or other node inside a file that fails to collect fails its file's run
+    for node, text in sorted(col.errors.items()):
+        if node:
+            why.setdefault(node.split("::")[0], text)
+    bad = sorted(why)
     if not bad:
         return
     total = len(col.files() | set(bad))
     if len(bad) > EXCLUDE_LIMIT * total:
         raise BugforgeError(
             f"{len(bad)} of {total} test files cannot be collected after repair (more than a quarter); "
-            f"first: {bad[0]}: {last_line(col.errors[bad[0]])}",
+            f"first: {bad[0]}: {last_line(why[bad[0]])}",
             "add what they need to the recipe's install steps (recipe.json, then --recipe)",
         )
     for p in bad:
         recipe.pytest_args.append(f"--ignore={p}")
-        recipe.excluded.append(ExcludedFile(p, last_line(col.errors[p])))
+        recipe.excluded.append(ExcludedFile(p, last_line(why[p])))
         recipe.test_files = [f for f in recipe.test_files if f != p]
     recipe.notes.append(
         f"pytest: {len(bad)} of {total} test files excluded (--ignore): they cannot be collected after repair"

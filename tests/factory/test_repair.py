@@ -12,7 +12,7 @@ import tarfile
 
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
-from bugforge.factory.repair import Collection, plan, provider, repository_url
+from bugforge.factory.repair import Collection, exclude, plan, provider, repository_url
 from bugforge.records import ExcludedFile, Recipe
 
 # --- what to install for a missing module, and what to do about a failing plugin (no container) -----
@@ -68,6 +68,16 @@ def test_an_sdists_repository_is_named_for_incomplete_tests(tmp_path, write_tree
     c = write_tree(tmp_path / "c", {"setup.py": ""})
     assert repository_url(a) == "https://github.com/o/s" and repository_url(b) == "https://git.example/o/s"
     assert repository_url(c) is None
+
+
+def test_a_node_inside_a_file_that_fails_to_collect_excludes_its_file():
+    """A class whose collection warning a warnings-as-errors module turns into an error fails the whole run."""
+    items = [f"tests/test_{i}.py::t" for i in range(5)] + ["tests/test_html.py::test_ok"]
+    err = {"tests/test_html.py::TestSuite": "PytestCollectionWarning: cannot collect test class 'TestSuite'"}
+    recipe = Recipe(test_files=["tests/test_html.py", "tests/test_0.py"])
+    exclude(Collection(items=items, errors=err), recipe)
+    assert recipe.pytest_args == ["--ignore=tests/test_html.py"] and recipe.test_files == ["tests/test_0.py"]
+    assert recipe.excluded == [ExcludedFile("tests/test_html.py", err["tests/test_html.py::TestSuite"])]
 
 
 def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
