@@ -145,17 +145,23 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="export at most this many instances per environment")
     ap.add_argument("--keep", action="store_true", help="keep the images")
     a = ap.parse_args()
-    results = [run_one(Path(e), Path(a.work), a.limit, a.keep) for e in a.envs]
-    head = f"{'environment':<14}{'inst':>5}{'old s/inst':>11}{'new s/inst':>11}{'ratio':>7}  same commit/row/tree/config  fixed left  committed"
-    print(head)
-    for r in results:
+    print(
+        f"{'environment':<14}{'inst':>5}{'old s/inst':>11}{'new s/inst':>11}{'ratio':>7}"
+        "  same commit/row/tree/config  fixed left  committed",
+        flush=True,
+    )
+    results = []
+    for e in a.envs:
+        r = run_one(Path(e), Path(a.work), a.limit, a.keep)
+        results.append(r)
         print(
             f"{r['env']:<14}{r['n']:>5}{r['old_s']:>11.3f}{r['new_s']:>11.3f}{r['old_s'] / r['new_s']:>6.1f}x"
             f"  {r['commit_same']}/{r['rows_same']}/{r['trees_same']}/{r['configs_same']} of {r['n']}"
-            f"{' ' * 10}{r['fixed_left']} (old {r['fixed_left_old']}){r['committed']:>8}"
+            f"{' ' * 10}{r['fixed_left']} (old {r['fixed_left_old']}){r['committed']:>8}",
+            flush=True,
         )
         for d in r["diffs"]:
-            print("  differs:", d)
+            print("  differs:", d, flush=True)
     ok = all(r["commit_same"] == r["rows_same"] == r["trees_same"] == r["configs_same"] == r["n"] for r in results)
     print("identical: yes" if ok else "identical: NO")
     sys.exit(0 if ok else 1)
