@@ -52,7 +52,8 @@ def pages(root: Path) -> dict[str, str]:
     best = None  # the trajectory with the most turns, and its instance
     for rel in runs.trajectories:
         for r in trajectory_index(root / rel).rows:
-            if best is None or r.summary.turns > best[2].turns:
+            rank = (r.summary.turns, "oracle" not in r.summary.model)  # a model's episode over the scripted oracle's
+            if best is None or rank > (best[2].turns, "oracle" not in best[2].model):
                 best = (rel, r.line, r.summary)
     if best and data:
         out["instance"] = f"/instance?path={quote(data)}&id={quote(best[2].instance_id)}"

@@ -315,7 +315,8 @@ def create_app(runs_dir: str | Path) -> FastAPI:
             idx = rn.metrics_index(file(path))
         except OSError as e:
             raise unreadable(path, e)
-        last = idx.rows[-1].summary if idx.rows else {}
+        shown = {"step", *(k for _, keys in rn.CURVES for k in keys)}
+        last = {k: v for k, v in (idx.rows[-1].summary if idx.rows else {}).items() if k in shown}
         return render.page(
             "training_charts.html",
             rel=path,

@@ -62,7 +62,10 @@ def lines(series: dict[str, list[tuple[float, float]]], *, width: int = 460, hei
             f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" class="grid"/>'
             f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" text-anchor="end">{_num(t)}</text>'
         )
-    for t in _ticks(x0, x1):
+    xticks = _ticks(x0, x1)
+    if all(float(p[0]).is_integer() for p in pts) and x1 - x0 <= 4:
+        xticks = [float(x) for x in range(int(x0), int(x1) + 1)]  # whole steps only
+    for t in xticks:
         out.append(f'<text x="{sx(t):.1f}" y="{top + ph + 14}" text-anchor="middle">{_num(t)}</text>')
     for i, (name, s) in enumerate(series.items()):
         c = COLORS[i % len(COLORS)]
