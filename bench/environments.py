@@ -326,8 +326,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     lock, t0, finished = threading.Lock(), time.monotonic(), [0]
 
+    ran_before = {k: r for k, r in done.items()}
+
     def work(p: Project) -> None:
         with lock:
+            now = load_results(results).get(p.key)  # another bench process on the same --out may have run it
+            if now is not None and now != ran_before.get(p.key):
+                print(f"  skip   {p.key} (recorded meanwhile)", flush=True)
+                return
             print(f"  start  {p.key}", flush=True)
         try:
             r = run_one(p, out, a.limit, a.suite_timeout, a.git_mirror)
