@@ -6,6 +6,7 @@ file are listed on the page above the rows that could be read."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from fastapi import FastAPI, Query, Request
@@ -23,9 +24,25 @@ class PageError(Exception):
         self.status, self.message = status, message
 
 
-def create_app(runs_dir: str | Path) -> FastAPI:
+def create_app(runs_dir: str | Path, warm: bool = True) -> FastAPI:
+    """The viewer over `runs_dir`. With `warm`, every dataset is indexed in a background thread at start
+    (`app.state.warmed` is set when done), so the first list page a person opens is a warm one."""
     root = Path(runs_dir).resolve()
     app = FastAPI(title="bugforge view", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.warmed = threading.Event()
+
+    def warm_up() -> None:
+        for rel in cached_scan(root).datasets:
+            try:
+                ds.dataset_index(resolve(root, rel))
+            except Exception:  # a bad file shows its error when its page is opened
+                pass
+        app.state.warmed.set()
+
+    if warm:
+        threading.Thread(target=warm_up, name="bugforge-view-warm", daemon=True).start()
+    else:
+        app.state.warmed.set()
 
     def html(template: str, **context) -> HTMLResponse:
         return HTMLResponse(render.page(template, root=str(root), **context))
