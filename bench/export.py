@@ -6,7 +6,7 @@ instance, committed: the old path) and with `--method layers` (the layers writte
 `docker load` per batch: factory/layers.py). The environment is copied under another name, so the
 bench's image tags are its own and never replace another export's. Then, for every instance, both
 images are compared: the row (base_commit and every other field but the timestamps and image names),
-and in a container of each, factory.layers.FINGERPRINT (HEAD, `git ls-files -s`, `git status`, every
+and in a container of each, factory.export.FINGERPRINT (HEAD, `git ls-files -s`, `git status`, every
 object's id/type/size, the loose-object files with owners and modes, every path's owner/mode/type,
 every file's content, the baseline manifest, the tools) plus how many objects of the fixed state are
 left (the environment's commit and tree, the changed files' fixed blobs). Prints seconds per instance
@@ -30,9 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bugforge.engine import client  # noqa: E402
-from bugforge.factory.export import export, remove_images  # noqa: E402
+from bugforge.factory.export import export, fingerprint, remove_images  # noqa: E402
 from bugforge.factory.generate import load_validated  # noqa: E402
-from bugforge.factory.layers import fingerprint  # noqa: E402
 from bugforge.records import load_env, read_jsonl  # noqa: E402
 
 VOLATILE = {"created_at", "image", "image_name", "docker_image"}

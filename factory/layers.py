@@ -390,29 +390,3 @@ def _sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-# What must be the same in an image however it was made: each line a name and a digest (or a value).
-FINGERPRINT = f"""cd /testbed
-d() {{ sha256sum | cut -c1-16; }}
-echo "head $(git rev-parse HEAD)"
-echo "index $(git ls-files -s | d)"
-echo "status $(git status --porcelain --untracked-files=all | d)"
-echo "objects $(git cat-file --batch-all-objects --batch-check | sort | d)"
-echo "loose $(find .git/objects -printf '%P %U %G %m %y\\n' | sort | d)"
-echo "packs $(git count-objects -v | grep -E '^(count|in-pack|packs):' | tr '\\n' ' ')"
-echo "owners $(find /testbed /opt/bugforge /etc/bugforge -path /testbed/.git/objects -prune -o -printf '%p %U %G %m %y %l\\n' | sort | d)"
-echo "files $(find /testbed /opt/bugforge /etc/bugforge -path /testbed/.git/objects -prune -o -path /testbed/.git/index -prune -o -type f -print0 | sort -z | xargs -0 sha256sum | d)"
-echo "manifest $(d < {tamper.IMAGE_MANIFEST})"
-"""
-
-
-def fingerprint(image: str, fixed: tuple[str, ...] = ()) -> dict[str, str]:
-    """FINGERPRINT of `image`'s /testbed (and of the tools and baseline it carries), in a throwaway
-    container: name -> digest; `fixed` objects (ids) that must be gone: how many are still there."""
-    check = "".join(f"git cat-file -e {o} 2>/dev/null && n=$((n+1)); " for o in fixed)
-    script = f'{FINGERPRINT}n=0; {check}echo "fixed_left $n"\n'
-    out = client().containers.run(
-        image, ["bash", "-c", script], remove=True, network_mode="none", user="root", labels={LABEL: "export"}
-    )
-    return dict(line.split(" ", 1) for line in out.decode().strip().splitlines())

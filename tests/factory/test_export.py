@@ -84,8 +84,8 @@ def test_layers_export_makes_the_images_committed_containers_make(calc_env, tmp_
     import uuid
 
     from bugforge.engine import client
-    from bugforge.factory.export import export, remove_images
-    from bugforge.factory.layers import Base, fingerprint
+    from bugforge.factory.export import export, fingerprint, remove_images
+    from bugforge.factory.layers import Base
 
     envdir = tmp_path / "env"
     shutil.copytree(Path(calc_env.testmap).parent, envdir)
