@@ -217,6 +217,7 @@ jobs:
           pip install -e ".[test,fast]" pytest-httpserver \\
             -r requirements/ci.txt
           uv sync --group integ
+          pip install "c[trio]@git+https://example.invalid/c.git@${{ github.ref_name }}" ${{ matrix.extra }}
       - run: python -m pytest tests/ -p no:foo -n auto --cov=c -v
 """
     repo = write_tree(
@@ -239,6 +240,7 @@ jobs:
     assert "pip install -r requirements/ci.txt || true" in r.install
     assert "pip install trustme || true" in r.install
     assert not any("ruff" in c for c in r.install)
+    assert not any("github" in c or "matrix" in c for c in r.install)  # `${{ }}` depends on the CI run: skipped
     note_with(r, "as CI runs pytest", ".github/workflows/ci.yml job test")
 
 
