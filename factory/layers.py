@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import io
-import json
 import os
 import re
 import shutil
@@ -28,12 +27,12 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
 from bugforge.factory.acquire import FIXED_DATE
+from bugforge.factory.imagetar import docker_load, sha256_file, whiteout
 from bugforge.testing import tamper
 from bugforge.testing.testrun import PROBE_DIR, tools_archive
 
@@ -84,7 +83,7 @@ class Base:
         self.config, self.diff_ids = attrs, list(attrs["RootFS"]["Layers"])
         self.members: dict[str, tarfile.TarInfo] = {}
         self._make_shared()
-        self.shared_diff = "sha256:" + _sha256_file(self.shared)
+        self.shared_diff = "sha256:" + sha256_file(self.shared)
         self.loaded = False  # whether a load carried the shared layer
         self.git = self.dir / "git"
         self._extract_git()
@@ -161,7 +160,7 @@ class Base:
                 if not under:
                     self.members[m.name] = copy.copy(m)
                 if opaque and m.name == TB:
-                    out_tar.addfile(_whiteout(f"{TB}/.wh..wh..opq"))
+                    out_tar.addfile(whiteout(f"{TB}/.wh..wh..opq"))
         src.unlink()
 
     def _extract_git(self) -> None:
@@ -257,7 +256,7 @@ class Base:
         for oid, n in counts.items():
             if n <= 0 and f"{TB}/.git/objects/{oid[:2]}/{oid[2:]}" in self.members:
                 gone = f"{TB}/.git/objects/{oid[:2]}/.wh.{oid[2:]}"
-                entries[gone] = (_whiteout(gone), None)
+                entries[gone] = (whiteout(gone), None)
         entries[f"{TB}/.git/index"] = self._member(f"{TB}/.git/index", (work / "index").read_bytes(), now)
         entries[self.ref] = self._member(self.ref, commit.encode() + b"\n", now)
         entries[f"{TB}/.git/COMMIT_EDITMSG"] = self._member(f"{TB}/.git/COMMIT_EDITMSG", self.message, now)
@@ -306,51 +305,14 @@ class Base:
     def load(self, thins: list[Thin], with_shared: bool) -> None:
         """Load `thins` as images (their tags) with one `docker load`; the shared layer goes in the tar
         only when `with_shared` (the engine skips a layer it has without reading it)."""
-        cfg = self.config
-        shared_path = self.shared_diff.split(":")[1] + "/layer.tar"
-        manifest = []
-        path = self.dir / "load.tar"
-        with tarfile.open(path, "w") as tar:
-            if with_shared:
-                tar.add(self.shared, shared_path)
-            for t in thins:
-                container = dict(cfg["Config"])
-                container.update(WorkingDir="/testbed", Cmd=["bash"])
-                container["Labels"] = {
-                    **(container.get("Labels") or {}),
-                    LABEL: "export",
-                    "bugforge.instance": t.tag.split(":")[1],
-                }
-                created = datetime.now(timezone.utc).isoformat()
-                config = {
-                    "architecture": cfg["Architecture"],
-                    "os": cfg["Os"],
-                    "created": created,
-                    "config": container,
-                    "rootfs": {"type": "layers", "diff_ids": [*self.diff_ids, self.shared_diff, t.diff_id]},
-                    "history": [
-                        {"created": created, "created_by": f"bugforge export: shared layer over {self.image}"},
-                        {"created": created, "created_by": f"bugforge export: bug folded into commit {t.commit}"},
-                    ],
-                }
-                data = json.dumps(config).encode()
-                name = hashlib.sha256(data).hexdigest()
-                _add(tar, f"{name}.json", data)
-                _add(tar, f"{t.diff_id.split(':')[1]}/layer.tar", t.data)
-                layers = [f"{d.split(':')[1]}/layer.tar" for d in self.diff_ids]
-                manifest.append(
-                    {
-                        "Config": f"{name}.json",
-                        "RepoTags": [t.tag],
-                        "Layers": [*layers, shared_path, f"{t.diff_id.split(':')[1]}/layer.tar"],
-                    }
-                )
-            _add(tar, "manifest.json", json.dumps(manifest).encode())
-        with open(path, "rb") as f:
-            said = [m for m in client().api.load_image(f, quiet=True) if "error" in m or "errorDetail" in m]
-        path.unlink()
-        if said:
-            raise BugforgeError(f"docker load refused the instance images: {said[0]}", "export with --method commit")
+        top = [(self.shared_diff, self.shared if with_shared else None, f"shared layer over {self.image}")]
+        docker_load(
+            self.config,
+            self.diff_ids,
+            top,
+            [(t.tag, t.diff_id, t.data, f"bug folded into commit {t.commit}") for t in thins],
+            self.dir / "load.tar",
+        )
 
 
 def _tree_entries(data: bytes) -> dict[bytes, tuple[str, str]]:
@@ -370,23 +332,3 @@ def _write_object(objects: Path, kind: bytes, body: bytes) -> str:
     (objects / oid[:2]).mkdir(exist_ok=True)
     (objects / oid[:2] / oid[2:]).write_bytes(zlib.compress(data, 1))
     return oid
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _whiteout(name: str) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.mode = 0o644
-    return info
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
