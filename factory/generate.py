@@ -11,17 +11,15 @@ from __future__ import annotations
 import random
 import subprocess
 import tempfile
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
 from bugforge.factory.mutations import sites as mutation_sites
 from bugforge.factory.operators import OPERATORS, STRATEGY_OF
-from bugforge.factory.validate import Validator
+from bugforge.factory.validate import validate_all
 from bugforge.records import Candidate, EnvRecord, Validation, append_jsonl, from_dict, load_env, read_jsonl
 from bugforge.testing.patches import changed_lines, file_diff, files_of, patch_id
 from bugforge.testing.testmap import TestMap
@@ -50,6 +48,8 @@ class GenerateConfig:
     """Seeds the draw of candidates and of combinations (the same seed draws the same bugs)."""
     mode: str = "selected"
     """Validation mode (factory/validate.py MODES): selected (coverage-chosen tests, warm) or full."""
+    ray: str | None = None
+    """A Ray cluster's address (`auto`: the running one) to validate on, `workers` actors over its nodes."""
 
 
 @dataclass
@@ -241,53 +241,6 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
     return out
 
 
-def validate_all(
-    env: EnvRecord,
-    testmap: TestMap,
-    cands: list[Candidate],
-    done: dict[str, Validation],
-    *,
-    mode: str,
-    workers: int,
-    path: Path,
-    progress: Progress,
-    phase: str,
-) -> dict[str, Validation]:
-    """Validate what is not yet in `done`, K warm workers at a time; append each result as it lands."""
-    todo = [c for c in cands if c.id not in done]
-    total, finished = len(cands), len(cands) - len(todo)
-    progress(phase, finished, total)
-    if not todo:
-        return done
-    local = threading.local()
-    validators: list[Validator] = []
-    lock = threading.Lock()
-
-    def work(c: Candidate) -> Validation:
-        if not hasattr(local, "v"):
-            local.v = Validator(env, testmap, mode)
-            with lock:
-                validators.append(local.v)
-        try:
-            return local.v.validate(c)
-        except Exception as e:  # one broken candidate must not stop the run
-            return Validation(c.id, "error", mode=mode, messages={"error": f"{type(e).__name__}: {e}"[:500]})
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for fut in as_completed([pool.submit(work, c) for c in todo]):
-                v = fut.result()
-                with lock:
-                    append_jsonl(path, v)
-                    done[v.candidate] = v
-                    finished += 1
-                progress(phase, finished, total)
-    finally:
-        for v in validators:
-            v.close()
-    return done
-
-
 def generate(
     env_path: str | Path,
     *,
@@ -296,6 +249,7 @@ def generate(
     workers: int = GenerateConfig.workers,
     seed: int = GenerateConfig.seed,
     mode: str = GenerateConfig.mode,
+    ray: str | None = GenerateConfig.ray,
     max_combos: int | None = None,
     lm=None,
     progress: Progress = _no_progress,
@@ -348,7 +302,16 @@ def generate(
         singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed)
     singles = add(singles)
     done = validate_all(
-        env, testmap, singles, done, mode=mode, workers=workers, path=val_path, progress=progress, phase="validate"
+        env,
+        testmap,
+        singles,
+        done,
+        mode=mode,
+        workers=workers,
+        path=val_path,
+        progress=progress,
+        phase="validate",
+        ray=ray,
     )
     combos: list[Candidate] = []
     if "combine" in wanted:
@@ -356,7 +319,16 @@ def generate(
         limit = max_combos if max_combos is not None else max(5, len(valid) // 5)
         combos = add(combinations(valid, limit, seed, env.repo_dir))
         done = validate_all(
-            env, testmap, combos, done, mode=mode, workers=workers, path=val_path, progress=progress, phase="combine"
+            env,
+            testmap,
+            combos,
+            done,
+            mode=mode,
+            workers=workers,
+            path=val_path,
+            progress=progress,
+            phase="combine",
+            ray=ray,
         )
     return report(singles + combos, done)
 

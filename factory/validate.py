@@ -4,15 +4,20 @@
 tests that can see the change (bugforge.testing.selection), or the whole suite where the maps cannot
 decide, and restores the tree. `full` (SWE-smith's way): a fresh container and the whole suite per
 candidate. Both give the same labels (`bench/validation.py` checks it and measures the cost).
+`validate_all` validates many, K workers at once, in threads here or as actors on a Ray cluster.
 Modes, limits and labels: docs/bugs.md; which tests run: docs/test-selection.md."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from bugforge.records import Candidate, EnvRecord, TestLimits, TestRun, Validation
+from bugforge.records import Candidate, EnvRecord, TestLimits, TestRun, Validation, append_jsonl
 from bugforge.testing.grading import labels
 from bugforge.testing.selection import selection_for
 from bugforge.testing.testmap import TestMap
@@ -132,3 +137,67 @@ class Validator:
     def close(self) -> None:
         if self.bench:
             self.bench.close()
+
+
+def validate_all(
+    env: EnvRecord,
+    testmap: TestMap,
+    cands: list[Candidate],
+    done: dict[str, Validation],
+    *,
+    mode: str,
+    workers: int,
+    path: Path,
+    progress: Callable[[str, int, int], None],
+    phase: str,
+    ray: str | None = None,
+) -> dict[str, Validation]:
+    """Validate what is not yet in `done`, K warm workers at a time (on a Ray cluster: `ray` is its
+    address); append each result as it lands."""
+    todo = [c for c in cands if c.id not in done]
+    total, finished = len(cands), len(cands) - len(todo)
+    progress(phase, finished, total)
+    if not todo:
+        return done
+    if ray is not None:
+        from bugforge.cluster import fan_out
+
+        make = functools.partial(Validator, env, testmap, mode)
+        for _, v in fan_out(ray, make, validate_one, [(c.id, c) for c in todo], workers=workers, image=env.image):
+            append_jsonl(path, v)
+            done[v.candidate] = v
+            finished += 1
+            progress(phase, finished, total)
+        return done
+    local = threading.local()
+    validators: list[Validator] = []
+    lock = threading.Lock()
+
+    def work(c: Candidate) -> Validation:
+        if not hasattr(local, "v"):
+            local.v = Validator(env, testmap, mode)
+            with lock:
+                validators.append(local.v)
+        return validate_one(local.v, c)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for fut in as_completed([pool.submit(work, c) for c in todo]):
+                v = fut.result()
+                with lock:
+                    append_jsonl(path, v)
+                    done[v.candidate] = v
+                    finished += 1
+                progress(phase, finished, total)
+    finally:
+        for v in validators:
+            v.close()
+    return done
+
+
+def validate_one(validator: Validator, c: Candidate) -> Validation:
+    try:
+        return validator.validate(c)
+    except Exception as e:  # one broken candidate must not stop the run
+        msg = {"error": f"{type(e).__name__}: {e}"[:500]}
+        return Validation(c.id, "error", mode=validator.mode, messages=msg)

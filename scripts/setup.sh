@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup-engine.sh
 PY=${PYTHON:-python3}
 if ! $PY -c "import bugforge.factory, bugforge.sandbox, bugforge.agent, bugforge.images, bugforge.training" >/dev/null 2>&1 || [ pyproject.toml -nt .setup-stamp ]; then
-  echo "setup: pip install -e '.[dev,train]'"
-  $PY -m pip install -q --disable-pip-version-check -e '.[dev,train]' 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
+  echo "setup: pip install -e '.[dev,train,ray]'"
+  $PY -m pip install -q --disable-pip-version-check -e '.[dev,train,ray]' 2>&1 | grep -v -E "^WARNING: (Location|Running pip)" || true
   $PY -c "import bugforge.factory, bugforge.sandbox, bugforge.agent, bugforge.images, bugforge.training"  # fail here, clearly, if the install did not work
   touch .setup-stamp
 fi

@@ -48,6 +48,9 @@ def configure(p) -> None:
         default=gen.mode,
         help="selected: coverage-chosen tests in a warm container (default); full: SWE-smith's way",
     )
+    g.add_argument(
+        "--ray", metavar="ADDRESS", default=gen.ray, help="validate on a Ray cluster (`auto`: the running one)"
+    )
     g.add_argument("--lm-model", help="model for lm_modify/lm_rewrite (any OpenAI-compatible endpoint)")
     g.add_argument("--lm-base-url", help="endpoint base URL (default: $OPENAI_BASE_URL)")
     g.add_argument(
@@ -108,6 +111,7 @@ def cmd_generate(a) -> int:
             workers=a.workers,
             seed=a.seed,
             mode=a.validation,
+            ray=a.ray,
             lm=lm,
             progress=bars,
             log=log,

@@ -1,0 +1,158 @@
+"""Ray as the engine of fan-out jobs (`--ray ADDRESS`; docs/scale.md). Ray is imported here, lazily,
+only when a job is given an address: without one nothing of Ray is loaded.
+
+`fan_out` runs `call(worker, item)` for every item on long-lived actors, each holding one `worker`
+(made once by `make()` on its node: a warm Workbench, a grader) and each needing one unit of the
+custom resource RESOURCE, which only nodes with a Docker engine advertise (`ray start --resources
+'{"docker": N}'`). It yields `(key, result)` once per key, on the driver, which writes the records
+itself: a call whose actor or node was lost is run again on another actor, and a result for a key
+already yielded is dropped, so nothing is lost or duplicated."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from bugforge.errors import BugforgeError
+
+RESOURCE = "docker"
+
+
+@dataclass
+class ClusterConfig:
+    """How a job uses a Ray cluster."""
+
+    address: str | None = None
+    """`auto` (the running cluster this machine belongs to), `ray://HOST:10001`, or HOST:PORT; None: no Ray."""
+    resource: str = RESOURCE
+    """The custom resource a worker actor needs one unit of (nodes with a Docker engine advertise it)."""
+    attempts: int = 3
+    """Runs of one item at most when its actor dies under it (a lost node, an out-of-memory kill)."""
+
+
+def connect(address: str):
+    """ray, initialised against the cluster at `address` (once per process)."""
+    try:
+        import ray
+    except ImportError:
+        raise BugforgeError("--ray needs Ray", "pip install 'bugforge[ray]'") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except ConnectionError as e:
+            raise BugforgeError(f"no Ray cluster at {address!r} ({e})", "start one with `ray start --head`") from None
+    return ray
+
+
+class _Host:
+    """The body of a worker actor: holds one worker, made on its node, and runs calls on it."""
+
+    def __init__(self, make: Callable[[], Any], image: str | None):
+        self.worker, self.error = None, None  # a worker that cannot start says why at its first call
+        try:
+            if image:
+                _require_image(image)
+            self.worker = make()
+        except Exception as e:
+            self.error = e
+
+    def call(self, fn: Callable[[Any, Any], Any], item: Any) -> Any:
+        if self.error is not None:
+            raise self.error
+        return fn(self.worker, item)
+
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def close(self) -> None:
+        close = getattr(self.worker, "close", None)
+        if close:
+            close()
+
+
+def _require_image(image: str) -> None:
+    import socket
+
+    import docker.errors
+
+    from bugforge.engine import client
+
+    try:
+        client().images.get(image)
+    except docker.errors.ImageNotFound:
+        raise BugforgeError(
+            f"image {image} is not on node {socket.gethostname()}",
+            "build the environment there from its recipe.json (docs/scale.md)",
+        ) from None
+
+
+def fan_out(
+    address: str,
+    make: Callable[[], Any],
+    call: Callable[[Any, Any], Any],
+    items: Iterable[tuple[str, Any]],
+    *,
+    workers: int,
+    image: str | None = None,
+    config: ClusterConfig | None = None,
+) -> Iterator[tuple[str, Any]]:
+    """`(key, call(worker, item))` for each `(key, item)`, as results land, each key once. `workers`
+    actors (spread over the nodes that have the resource) each hold `make()` and run one item at a time.
+    `make` and `call` travel to the nodes by pickle: module-level functions or partials of them."""
+    cfg = config or ClusterConfig(address=address)
+    ray = connect(address)
+    from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+    pending = collections.deque(items)
+    if not pending:
+        return
+    Actor = ray.remote(_Host).options(
+        num_cpus=0, resources={cfg.resource: 1}, max_restarts=-1, max_task_retries=0, scheduling_strategy="SPREAD"
+    )
+    fn = ray.put(call)
+    actors = [Actor.remote(make, image) for _ in range(max(1, min(workers, len(pending))))]
+    running: dict[Any, tuple[Any, str, Any]] = {}  # object ref -> (actor, key, item)
+    tries: collections.Counter = collections.Counter()
+    seen: set[str] = set()
+
+    def submit(actor) -> None:
+        while pending:
+            key, item = pending.popleft()
+            if key not in seen:
+                running[actor.call.remote(fn, item)] = (actor, key, item)
+                tries[key] += 1
+                return
+
+    try:
+        for a in actors:
+            submit(a)
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            actor, key, item = running.pop(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except RayTaskError as e:  # the call raised: the worker's fault, not the node's
+                if isinstance(e.cause, BugforgeError):
+                    raise e.cause from None
+                raise
+            except (RayActorError, WorkerCrashedError):  # the actor (or its node) died: run it again
+                if tries[key] >= cfg.attempts:
+                    raise BugforgeError(f"{key}: its worker died {tries[key]} times", "see `ray status`") from None
+                pending.appendleft((key, item))
+                submit(actor)  # Ray restarts the actor (on another node if its own is gone)
+                continue
+            if key not in seen:
+                seen.add(key)
+                yield key, result
+            submit(actor)
+    finally:
+        for a in actors:
+            try:
+                ray.get(a.close.remote(), timeout=60)
+            except Exception:
+                pass
+            ray.kill(a)

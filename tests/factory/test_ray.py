@@ -1,0 +1,97 @@
+"""Validation on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster): the same labels
+as the single-process run, a node removed mid-run, a killed driver resumed. Real Docker, real Ray."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bugforge.factory.generate import generate
+from bugforge.records import read_jsonl
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+STRATEGIES = ["op_change", "remove_assign", "change_return", "flip_operators"]
+NODE = {"num_cpus": 1, "resources": {"docker": 2}, "object_store_memory": 80 * 2**20}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A head and one worker node, each advertising two units of the `docker` resource."""
+    c = Cluster(initialize_head=True, head_node_args=NODE)
+    c.add_node(**NODE)
+    c.wait_for_nodes()
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def plain(calc_env, tmp_path_factory):
+    """The single-process run's labels, keyed by candidate."""
+    d = tmp_path_factory.mktemp("plain") / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, d)
+    generate(d, max_candidates=8, workers=2, strategies=STRATEGIES, log=lambda m: None)
+    return labels(d)
+
+
+def labels(d: Path) -> dict[str, tuple]:
+    rows = read_jsonl(d / "validations.jsonl")
+    ids = [r["candidate"] for r in rows]
+    assert len(ids) == len(set(ids)) == len(read_jsonl(d / "candidates.jsonl"))  # each labelled exactly once
+    return {r["candidate"]: (r["status"], r["FAIL_TO_PASS"], r["PASS_TO_PASS"]) for r in rows}
+
+
+def test_ray_labels_equal_the_plain_run(cluster, plain, calc_env, tmp_path):
+    d = tmp_path / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, d)
+    generate(d, max_candidates=8, workers=2, strategies=STRATEGIES, ray=cluster.address, log=lambda m: None)
+    assert labels(d) == plain
+    assert any(s == "valid" for s, _, _ in plain.values())
+
+
+def test_a_node_lost_mid_run_loses_and_duplicates_nothing(cluster, plain, calc_env, tmp_path):
+    d = tmp_path / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, d)
+    worker = cluster.add_node(**NODE)  # the node to lose
+    cluster.wait_for_nodes()
+    err = []
+
+    def run():
+        try:
+            generate(d, max_candidates=8, workers=3, strategies=STRATEGIES, ray=cluster.address, log=lambda m: None)
+        except BaseException as e:
+            err.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not read_jsonl(d / "validations.jsonl"):
+        time.sleep(0.1)
+    cluster.remove_node(worker)
+    t.join(300)
+    assert not t.is_alive() and not err, err
+    assert labels(d) == plain
+
+
+def test_a_killed_driver_resumes(cluster, plain, calc_env, tmp_path):
+    d = tmp_path / "env"
+    shutil.copytree(Path(calc_env.testmap).parent, d)
+    cmd = [sys.executable, "-m", "bugforge.cli", "factory", "generate", str(d), "--ray", cluster.address]
+    cmd += ["--max-candidates", "8", "--workers", "2", "--strategies", ",".join(STRATEGIES)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(read_jsonl(d / "validations.jsonl")) < 2 and p.poll() is None:
+        time.sleep(0.1)
+    p.kill()
+    p.wait()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert labels(d) == plain
