@@ -13,12 +13,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
 from bugforge.records import EnvRecord, Prediction, load_env
 from bugforge.sandbox.envgrader import EnvGrader, warm_gradable
-from bugforge.sandbox.grader import grade_patch
+from bugforge.sandbox.grader import GradeResult, grade_patch
 from bugforge.testing.testmap import TestMap
 
 
@@ -49,12 +50,14 @@ def evaluate(
     report_dir: Path = Path("."),
     progress: Callable[[str, int, int], None] = lambda *a: None,
     envs: list[tuple[EnvRecord, TestMap | None]] = (),
+    ray: str | None = None,
 ) -> tuple[dict, Path]:
     """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader:
     per environment, warm containers up to the smaller of `workers` and the machine's cores, see
     GraderPool); the rest, and all with no `envs`, each in a fresh container of the instance image
     (sandbox.grader). `predictions` are records (sandbox.predictions reads a file into them) or dicts
-    with the same keys."""
+    with the same keys. `ray`: a Ray cluster's address, to grade on `workers` actors (RemoteGrader) over
+    its nodes; this process writes the logs and reports either way."""
     by_id = {r["instance_id"]: r for r in rows}
     preds = {p.instance_id: p for p in map(as_prediction, predictions)}
     unknown = sorted(set(preds) - set(by_id))
@@ -99,6 +102,11 @@ def evaluate(
                     g = warm.grade(by_id[iid], preds[iid].model_patch)
         except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
             return iid, {"error": f"{type(e).__name__}: {e}"}
+        return write(iid, g)
+
+    def write(iid: str, g: GradeResult | str):
+        if isinstance(g, str):
+            return iid, {"error": g}
         if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
             return iid, {"error": g.status, "log": g.log[-500:]}
         rep = {
@@ -121,24 +129,62 @@ def evaluate(
         return iid, rep
 
     done = 0
+    if ray is not None:
+        from bugforge.cluster import fan_out
+
+        items = [(i, (by_id[i], preds[i].model_patch)) for i in todo]
+        results = (write(i, g) for i, g in fan_out(ray, partial(RemoteGrader, envs), grade_one, items, workers=workers))
+    else:
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        results = (f.result() for f in as_completed([pool.submit(one, i) for i in todo]))
     try:
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for fut in as_completed([pool.submit(one, i) for i in todo]):
-                iid, rep = fut.result()
-                with lock:
-                    if "error" not in rep:
-                        reports[iid] = rep
-                    done += 1
-                progress("grading", done, len(todo))
+        for iid, rep in results:
+            with lock:
+                if "error" not in rep:
+                    reports[iid] = rep
+                done += 1
+            progress("grading", done, len(todo))
     finally:
-        for pool in pools.values():
-            pool.close()
+        results.close()  # (on Ray: the actors go)
+        if ray is None:
+            pool.shutdown()
+        for p in pools.values():
+            p.close()
     report = run_report(rows, preds, reports)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     out = Path(report_dir) / f"{model}.{run_id}.json"
     out.write_text(json.dumps(report, indent=4))
     (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
     return report, out
+
+
+class RemoteGrader:
+    """What a Ray actor of `evaluate` holds: a warm grader per environment in `envs`, started at its
+    first instance; instances of other environments are graded in a fresh container."""
+
+    def __init__(self, envs: list[tuple[EnvRecord, TestMap | None]]):
+        self.env_of = {e.image: (e, tm) for e, tm in envs}
+        self.warm: dict[str, EnvGrader] = {}
+
+    def grade(self, row: dict, patch: str) -> GradeResult:
+        env, tm = self.env_of.get(row.get("env_image"), (None, None))
+        if env is None or not warm_gradable(row, env):
+            return grade_patch(row, patch)
+        if env.image not in self.warm:
+            self.warm[env.image] = EnvGrader(env, tm)
+        return self.warm[env.image].grade(row, patch)
+
+    def close(self) -> None:
+        for g in self.warm.values():
+            g.close()
+
+
+def grade_one(grader: RemoteGrader, item: tuple[dict, str]) -> GradeResult | str:
+    """A grade, or the error that stopped it (as `evaluate` records it)."""
+    try:
+        return grader.grade(*item)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
 
 
 def as_prediction(p: Prediction | dict) -> Prediction:

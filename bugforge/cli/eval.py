@@ -21,6 +21,12 @@ def configure(ev) -> None:
     ev.add_argument("--workers", type=int, default=default_of(evaluate, "workers"))
     ev.add_argument("--report-dir", default=".")
     ev.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=default_of(evaluate, "ray"),
+        help="grade on a Ray cluster (`auto`: the running one)",
+    )
+    ev.add_argument(
         "--isolation",
         choices=("warm", "fresh"),
         default="warm",
@@ -41,7 +47,14 @@ def cmd_eval(a) -> int:
     envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
         report, out = evaluate(
-            rows, preds, run_id=a.run_id, workers=a.workers, report_dir=Path(a.report_dir), progress=bars, envs=envs
+            rows,
+            preds,
+            run_id=a.run_id,
+            workers=a.workers,
+            report_dir=Path(a.report_dir),
+            progress=bars,
+            envs=envs,
+            ray=a.ray,
         )
     print_eval_report(report, rows, out)
     return 0

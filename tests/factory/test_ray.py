@@ -1,5 +1,6 @@
 """Validation on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster): the same labels
-as the single-process run, a node removed mid-run, a killed driver resumed. Real Docker, real Ray."""
+as the single-process run, a node removed mid-run, a killed driver resumed; evaluation over Ray gives the
+same verdicts as without. Real Docker, real Ray."""
 
 from __future__ import annotations
 
@@ -95,3 +96,26 @@ def test_a_killed_driver_resumes(cluster, plain, calc_env, tmp_path):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert labels(d) == plain
+
+
+def test_eval_over_ray_gives_the_same_verdicts(cluster, calc_runs, instances, tmp_path):
+    from bugforge.sandbox.evaluate import evaluate, find_environments
+
+    a, b = instances
+    envs = find_environments(instances, calc_runs)
+    cases = {
+        "gold": {a["instance_id"]: a["patch"], b["instance_id"]: b["patch"]},
+        "wrong": {a["instance_id"]: b["patch"], b["instance_id"]: ""},
+        "other_bug": {a["instance_id"]: b["bug_patch"], b["instance_id"]: a["bug_patch"]},
+    }
+    keys = ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids")
+    for name, patches in cases.items():
+        preds = [{"instance_id": i, "model_name_or_path": name, "model_patch": p} for i, p in patches.items()]
+        kw = {"log_dir": tmp_path / "logs", "report_dir": tmp_path, "workers": 2}
+        plain, _ = evaluate(instances, preds, run_id=f"p{name}", envs=envs, **kw)
+        warm, _ = evaluate(instances, preds, run_id=f"w{name}", envs=envs, ray=cluster.address, **kw)
+        fresh, _ = evaluate(instances, preds, run_id=f"f{name}", ray=cluster.address, **kw)
+        for key in keys:
+            assert warm[key] == plain[key] == fresh[key], (name, key, plain[key], warm[key], fresh[key])
+        assert len(list((tmp_path / "logs" / f"w{name}").glob("*/*/report.json"))) == len(warm["completed_ids"])
+    assert plain["completed_ids"]  # (other_bug: the other instance's bug, graded)
