@@ -233,6 +233,7 @@ def evaluate(arm: str, model_dir: Path | None, held: list[dict], a, out: Path) -
                 "reward": reward_of(grade, "partial"),
                 "model_tokens": ep.model_tokens,
                 "seconds": round(ep.seconds, 1),
+                "transcript": tok.decode(ep.completion_ids)[:6000],
             }
             with lock:
                 append_jsonl(path, rec)
@@ -299,15 +300,15 @@ def main() -> int:
     ap.add_argument("--held-out-fraction", type=float, default=0.4)
     ap.add_argument("--heldout", type=int, default=30, help="held-out instances evaluated")
     ap.add_argument("--samples", type=int, default=2, help="seeded episodes per held-out instance and arm")
-    ap.add_argument("--demos", type=int, default=60, help="train instances the expert demonstrates")
+    ap.add_argument("--demos", type=int, default=40, help="train instances the expert demonstrates")
     ap.add_argument("--sft-epochs", type=int, default=2)
     ap.add_argument("--sft-lr", type=float, default=3e-5)
     ap.add_argument("--sft-max-length", type=int, default=2048, help="tokens per demonstration (memory, CPU time)")
-    ap.add_argument("--grpo-steps", type=int, default=4)
+    ap.add_argument("--grpo-steps", type=int, default=3)
     ap.add_argument("--generations", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-5)
-    ap.add_argument("--agent-steps", type=int, default=8)
-    ap.add_argument("--turn-tokens", type=int, default=160)
+    ap.add_argument("--agent-steps", type=int, default=7)
+    ap.add_argument("--turn-tokens", type=int, default=128)
     ap.add_argument("--max-tokens", type=int, default=4096)
     ap.add_argument("--eval-temperature", type=float, default=0.7)
     ap.add_argument("--seed", type=int, default=0)
