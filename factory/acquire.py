@@ -227,7 +227,7 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
             text=True,
         )
         files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
-        if r.returncode != 0 and "subprocess-exited-with-error" in r.stderr:  # its build backend failed: fetch the file
+        if r.returncode != 0:  # its build backend failed, or it requires another Python than the host's
             files = [f for f in [_sdist_from_index(name, spec.split("==")[1], Path(tmp))] if f]
         if not files:
             lines = [ln.strip() for ln in r.stderr.strip().splitlines() if ln.strip()]
@@ -256,7 +256,8 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
 
 def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
     """The sdist of NAME==VERSION downloaded from pip's index (PEP 691 JSON), its sha256 checked; None if
-    the index lists none. For projects whose metadata no current build backend can prepare."""
+    the index lists none. For projects whose metadata no current build backend can prepare, and those
+    whose requires-python excludes the host's Python (the environment picks its own)."""
     index = os.environ.get("PIP_INDEX_URL")
     if not index:
         r = subprocess.run(
