@@ -33,7 +33,7 @@ def function_key(row: dict) -> str:
 
 def split(rows: list[dict], held_out_fraction: float = 0.4, seed: int = 0, sources=()) -> Splits:
     """Functions shuffled by `seed` within each repo; the first ~fraction of each repo's instances (whole
-    functions) are held out, so every repo is on both sides."""
+    functions) are held out, so every repo with two functions or more is on both sides."""
     if not 0 < held_out_fraction < 1:
         raise BugforgeError(f"held-out fraction {held_out_fraction} is not between 0 and 1", "use e.g. 0.4")
     out = Splits(seed, held_out_fraction, sources=[str(s) for s in sources])
