@@ -34,3 +34,12 @@ def test_a_bare_mirror_is_a_git_source(git_repo, tmp_path, monkeypatch):
     assert got.name == "proj" and (tmp_path / "a" / "m.py").read_text() == "x = 1\n"
     acquire(str(bare), None, tmp_path / "b")  # its HEAD
     assert (tmp_path / "b" / "m.py").read_text() == "x = 2\n"
+
+
+def test_an_sdist_pip_cannot_prepare_is_taken_from_the_index(tmp_path, monkeypatch):
+    """html5lib 1.1's setup.py imports pkg_resources, which current setuptools lacks: pip download fails
+    preparing its metadata; the file comes from the package index (PyPI) directly, its hash checked."""
+    monkeypatch.setenv("BUGFORGE_HOME", str(tmp_path / "home"))
+    got = acquire("pypi:html5lib==1.1", None, tmp_path / "a")
+    assert got.name == "html5lib" and (tmp_path / "a" / "html5lib" / "tests").is_dir()
+    assert "Version: 1.1" in (tmp_path / "a" / "PKG-INFO").read_text()
