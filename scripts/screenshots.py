@@ -19,19 +19,9 @@ import uvicorn
 
 from bugforge.view.app import create_app
 from bugforge.view.datasets import dataset_index
+from bugforge.view.headless import CHROMIUM, CHROMIUM_ARGS
 from bugforge.view.runs import load_report, trajectory_index
 from bugforge.view.scan import scan
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def readable(path: Path) -> bool:
@@ -93,7 +83,7 @@ def main() -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": a.width, "height": a.height})
         for name, path in pages(root).items():
             page.goto(f"http://127.0.0.1:{port}{path}")

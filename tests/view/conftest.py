@@ -28,17 +28,8 @@ from bugforge.records import (
     to_dict,
     write_json,
 )
+from bugforge.view.headless import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STRATEGIES = ("op_swap", "remove_cond", "wrong_default", "combine")
 N = 60  # instances: more than one page (50)
 
@@ -225,7 +216,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
