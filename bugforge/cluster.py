@@ -11,6 +11,7 @@ already yielded is dropped, so nothing is lost or duplicated."""
 from __future__ import annotations
 
 import collections
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,10 +40,17 @@ def connect(address: str):
     except ImportError:
         raise BugforgeError("--ray needs Ray", "pip install 'bugforge[ray]'") from None
     if not ray.is_initialized():
+        hint = "start one with `ray start --head`, or pass --ray auto on a node of a running cluster"
+        host, _, port = address.rpartition(":")
+        if host and port.isdigit() and "://" not in address:  # Ray itself would retry for minutes
+            try:
+                socket.create_connection((host, int(port)), timeout=10).close()
+            except OSError as e:
+                raise BugforgeError(f"no Ray cluster answers at {address} ({e.strerror or e})", hint) from None
         try:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        except ConnectionError as e:
-            raise BugforgeError(f"no Ray cluster at {address!r} ({e})", "start one with `ray start --head`") from None
+        except (ConnectionError, RuntimeError) as e:
+            raise BugforgeError(f"no Ray cluster at {address!r} ({str(e).splitlines()[0][:160]})", hint) from None
     return ray
 
 
@@ -75,8 +83,6 @@ class _Host:
 
 
 def _require_image(image: str) -> None:
-    import socket
-
     import docker.errors
 
     from bugforge.engine import client
