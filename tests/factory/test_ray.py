@@ -111,3 +111,12 @@ def test_eval_over_ray_gives_the_same_verdicts(cluster, calc_runs, instances, tm
             assert warm[key] == plain[key] == fresh[key], (name, key, plain[key], warm[key], fresh[key])
         assert len(list((tmp_path / "logs" / f"w{name}").glob("*/*/report.json"))) == len(warm["completed_ids"])
     assert plain["completed_ids"]  # (other_bug: the other instance's bug, graded)
+
+
+def test_without_ray_nothing_of_ray_is_imported():
+    code = (
+        "import sys, bugforge.cli.factory, bugforge.cli.eval, bugforge.factory.generate, bugforge.sandbox.evaluate, "
+        "bugforge.cluster; assert not [m for m in sys.modules if m.split('.')[0] == 'ray'], 'ray imported'"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
