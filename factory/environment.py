@@ -19,8 +19,9 @@ from pathlib import Path
 from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
 from bugforge.factory.acquire import acquire, slug
+from bugforge.factory.project_files import repository_url
 from bugforge.factory.recipe import detect
-from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair, repository_url
+from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
 from bugforge.images import build_image, ensure_base_image, image_exists
 from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
 from bugforge.testing.testmap import TestMap

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import email.parser
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 PYTHONS = ["3.11", "3.13", "3.9"]  # in order of preference; these can be built offline (Debian)
@@ -134,3 +136,62 @@ def tox_requirement_files(repo: Path, tox) -> list[str]:
         if f and "{" not in f and (repo / f).is_file() and f not in out:
             out.append(f)
     return out
+
+
+def declared(repo: Path) -> list[tuple[str, Requirement]]:
+    """Every (where, requirement) the project declares beyond its install requirements: PEP 621 extras,
+    PEP 735 groups, Poetry groups/dev-dependencies, PDM and uv dev dependencies, setup.cfg extras, and the
+    extras of an sdist's PKG-INFO. Unparseable entries are skipped."""
+    pyproject, setup_cfg = toml(repo / "pyproject.toml"), ini(repo / "setup.cfg")
+    tool = pyproject.get("tool", {})
+    raw: list[tuple[str, object]] = []
+    for extra, reqs in pyproject.get("project", {}).get("optional-dependencies", {}).items():
+        raw += [(f"extra {extra!r}", r) for r in reqs]
+    for g, reqs in pyproject.get("dependency-groups", {}).items():
+        raw += [(f"dependency group {g!r}", r) for r in reqs if isinstance(r, str)]
+    poetry = tool.get("poetry", {})
+    for g, body in poetry.get("group", {}).items():
+        raw += [(f"Poetry group {g!r}", n) for n in body.get("dependencies", {}) if n != "python"]
+    raw += [("Poetry dev-dependencies", n) for n in poetry.get("dev-dependencies", {}) if n != "python"]
+    for extra, names in poetry.get("extras", {}).items():
+        raw += [(f"Poetry extra {extra!r}", n) for n in names]
+    for g, reqs in tool.get("pdm", {}).get("dev-dependencies", {}).items():
+        raw += [(f"PDM dev group {g!r}", r) for r in reqs]
+    raw += [("uv dev-dependencies", r) for r in tool.get("uv", {}).get("dev-dependencies", [])]
+    if setup_cfg.has_section("options.extras_require"):
+        for extra, text in setup_cfg["options.extras_require"].items():
+            raw += [(f"extra {extra!r}", r) for r in text.splitlines()]
+    if (repo / "PKG-INFO").is_file():
+        meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
+        extras = meta.get_all("Provides-Extra") or []
+        for r in meta.get_all("Requires-Dist") or []:
+            try:
+                req = Requirement(r)
+            except InvalidRequirement:
+                continue
+            where = [e for e in extras if req.marker is not None and req.marker.evaluate({"extra": e})]
+            if where and req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                raw.append((f"extra {where[0]!r} (PKG-INFO)", r))
+    out = []
+    for where, r in raw:
+        try:
+            out.append((where, Requirement(str(r).strip())))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+def repository_url(repo: Path) -> str | None:
+    """The source repository an sdist's PKG-INFO names (Project-URL Source/Repository/Code, else a
+    Home-page on a code host); None for other sources."""
+    if not (repo / "PKG-INFO").is_file():
+        return None
+    meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
+    urls = [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or [] if "," in u]
+    labelled = [
+        u.split(",", 1)[-1].strip()
+        for u in meta.get_all("Project-URL") or []
+        if re.search(r"source|repo|code|github|gitlab", u.split(",", 1)[0], re.I)
+    ]
+    hosted = [u for u in [*urls, meta.get("Home-page") or ""] if re.search(r"github|gitlab|codeberg|bitbucket", u)]
+    return (labelled or hosted or [None])[0]

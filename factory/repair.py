@@ -9,7 +9,6 @@ BugforgeError, one line, when more than a quarter of the test files stay uncolle
 
 from __future__ import annotations
 
-import email.parser
 import functools
 import hashlib
 import io
@@ -23,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
-from bugforge.factory.project_files import ini, toml
+from bugforge.factory.project_files import declared, repository_url
 from bugforge.images import build_image, image_exists
 from bugforge.records import ExcludedFile, Recipe, RepairStep
 from bugforge.testing.tools import dir_archive, file_archive
@@ -62,7 +61,15 @@ def pytest_unconfigure(config):
 _MISSING = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
 _PLUGIN_NAME = re.compile(r"Plugin '([^']+)' for hook|Error importing plugin \"([^\"]+)\"")
 _ADDOPTS_FAILURE = ("unrecognized arguments", "Error importing plugin", "No module named 'pytest_")
-_PLUGIN_FAILURE = ("PluginValidationError", "Error importing plugin", "PytestRemovedIn9Warning", "while loading plugin")
+_PLUGIN_FAILURE = (
+    "PluginValidationError",
+    "Error importing plugin",
+    "PytestRemovedIn9Warning",
+    "while loading plugin",
+    "INTERNALERROR>",  # a plugin reaching into pytest internals that the installed release removed
+)
+# A warning a plugin issues while pytest configures itself, made an error by the project's filterwarnings.
+_CONFIG_WARNING = re.compile(r"INTERNALERROR> (pytest\.Pytest\w*Warning): ")
 
 
 @dataclass
@@ -158,49 +165,6 @@ def import_map() -> dict[str, str]:
     return json.loads(IMPORT_MAP.read_text())["map"]
 
 
-def declared(repo: Path) -> list[tuple[str, Requirement]]:
-    """Every (where, requirement) the project declares beyond its install requirements: PEP 621 extras,
-    PEP 735 groups, Poetry groups/dev-dependencies, PDM and uv dev dependencies, setup.cfg extras, and the
-    extras of an sdist's PKG-INFO. Unparseable entries are skipped."""
-    pyproject, setup_cfg = toml(repo / "pyproject.toml"), ini(repo / "setup.cfg")
-    tool = pyproject.get("tool", {})
-    raw: list[tuple[str, object]] = []
-    for extra, reqs in pyproject.get("project", {}).get("optional-dependencies", {}).items():
-        raw += [(f"extra {extra!r}", r) for r in reqs]
-    for g, reqs in pyproject.get("dependency-groups", {}).items():
-        raw += [(f"dependency group {g!r}", r) for r in reqs if isinstance(r, str)]
-    poetry = tool.get("poetry", {})
-    for g, body in poetry.get("group", {}).items():
-        raw += [(f"Poetry group {g!r}", n) for n in body.get("dependencies", {}) if n != "python"]
-    raw += [("Poetry dev-dependencies", n) for n in poetry.get("dev-dependencies", {}) if n != "python"]
-    for extra, names in poetry.get("extras", {}).items():
-        raw += [(f"Poetry extra {extra!r}", n) for n in names]
-    for g, reqs in tool.get("pdm", {}).get("dev-dependencies", {}).items():
-        raw += [(f"PDM dev group {g!r}", r) for r in reqs]
-    raw += [("uv dev-dependencies", r) for r in tool.get("uv", {}).get("dev-dependencies", [])]
-    if setup_cfg.has_section("options.extras_require"):
-        for extra, text in setup_cfg["options.extras_require"].items():
-            raw += [(f"extra {extra!r}", r) for r in text.splitlines()]
-    if (repo / "PKG-INFO").is_file():
-        meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
-        extras = meta.get_all("Provides-Extra") or []
-        for r in meta.get_all("Requires-Dist") or []:
-            try:
-                req = Requirement(r)
-            except InvalidRequirement:
-                continue
-            where = [e for e in extras if req.marker is not None and req.marker.evaluate({"extra": e})]
-            if where and req.marker is not None and not req.marker.evaluate({"extra": ""}):
-                raw.append((f"extra {where[0]!r} (PKG-INFO)", r))
-    out = []
-    for where, r in raw:
-        try:
-            out.append((where, Requirement(str(r).strip())))
-        except InvalidRequirement:
-            continue
-    return out
-
-
 def _local(repo: Path, top: str) -> bool:
     return any(p for p in [*repo.rglob(f"{top}.py"), *repo.rglob(top)] if ".git" not in p.parts)
 
@@ -262,6 +226,18 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
     if crash and PYTEST_FOR_PYTHON not in tried and PYTEST_FOR_PYTHON not in recipe.install:
         still = lambda c: pytest_crash(c) is not None  # noqa: E731
         steps.append(_Step(f"startup: {crash}", PYTEST_FOR_PYTHON, "a pytest release for this Python", True, still))
+    warned = _CONFIG_WARNING.search(col.log) if not (col.items or col.errors) else None
+    if warned and f"-W ignore::{warned.group(1)}" not in tried:
+        steps.append(
+            _Step(
+                f"startup: {warned.group(1)} at configure time, an error under the project's filterwarnings",
+                f"-W ignore::{warned.group(1)}",
+                "a plugin's configuration warning is not a test failure",
+                False,
+                lambda c, w=warned.group(1): f"INTERNALERROR> {w}: " in c.log,
+            )
+        )
+        return steps
     failure = plugin_failure(col)
     stopped = not col.items and not col.errors and any(s in col.log for s in _ADDOPTS_FAILURE)
     if failure:
@@ -351,22 +327,6 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
             e.fix += f", or build from the project's repository ({url}) at this release's tag"
         raise
     return image
-
-
-def repository_url(repo: Path) -> str | None:
-    """The source repository an sdist's PKG-INFO names (Project-URL Source/Repository/Code, else a
-    Home-page on a code host); None for other sources."""
-    if not (repo / "PKG-INFO").is_file():
-        return None
-    meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
-    urls = [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or [] if "," in u]
-    labelled = [
-        u.split(",", 1)[-1].strip()
-        for u in meta.get_all("Project-URL") or []
-        if re.search(r"source|repo|code|github|gitlab", u.split(",", 1)[0], re.I)
-    ]
-    hosted = [u for u in [*urls, meta.get("Home-page") or ""] if re.search(r"github|gitlab|codeberg|bitbucket", u)]
-    return (labelled or hosted or [None])[0]
 
 
 def exclude(col: Collection, recipe: Recipe) -> None:

@@ -12,7 +12,8 @@ import tarfile
 
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
-from bugforge.factory.repair import Collection, exclude, plan, provider, repository_url
+from bugforge.factory.project_files import repository_url
+from bugforge.factory.repair import Collection, exclude, plan, provider
 from bugforge.records import ExcludedFile, Recipe
 
 # --- what to install for a missing module, and what to do about a failing plugin (no container) -----
@@ -78,6 +79,16 @@ def test_a_node_inside_a_file_that_fails_to_collect_excludes_its_file():
     exclude(Collection(items=items, errors=err), recipe)
     assert recipe.pytest_args == ["--ignore=tests/test_html.py"] and recipe.test_files == ["tests/test_0.py"]
     assert recipe.excluded == [ExcludedFile("tests/test_html.py", err["tests/test_html.py::TestSuite"])]
+
+
+def test_a_configure_time_warning_made_an_error_is_ignored_then_the_ladder(tmp_path):
+    """urllib3 2.8.0: filterwarnings=error turns pytest-asyncio's configure-time PytestDeprecationWarning
+    into an INTERNALERROR; then a plugin's use of a pytest-9-removed internal (INTERNALERROR again)."""
+    warned = Collection(log="INTERNALERROR> pytest.PytestDeprecationWarning: The configuration option ...")
+    (step,) = plan(warned, Recipe(), tmp_path, set())
+    assert step.action == "-W ignore::pytest.PytestDeprecationWarning" and not step.install
+    internal = Collection(log="INTERNALERROR> AttributeError: 'FixtureManager' object has no attribute 'x'")
+    assert [s.action for s in plan(internal, Recipe(), tmp_path, {step.action})] == ["pip install 'pytest<9'"]
 
 
 def test_plan_climbs_the_pytest_ladder_then_disables_the_plugin(tmp_path):
