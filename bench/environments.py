@@ -183,7 +183,7 @@ def run_one(p: Project, out: Path, limit: float, suite_timeout: float | None, mi
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     seconds = round(time.monotonic() - t0, 1)
-    text = log_path.read_text(errors="replace")
+    text = log_path.read_text(errors="replace").replace("\0", "")  # a log two writers shared
     d = env_dir(proj_out)
     res = Result(p.key, p.source, p.commit, built=False, seconds=seconds, log=str(log_path))
     if rc == 0 and d is not None:
