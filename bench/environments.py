@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     lock, t0, finished = threading.Lock(), time.monotonic(), [0]
 
-    ran_before = {k: r for k, r in done.items()}
+    ran_before = dict(done)
 
     def work(p: Project) -> None:
         with lock:
