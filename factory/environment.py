@@ -23,12 +23,27 @@ from bugforge.factory.project_files import repository_url
 from bugforge.factory.recipe import detect
 from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
 from bugforge.images import build_image, ensure_base_image, image_exists
-from bugforge.records import EnvRecord, Recipe, TestOutcome, TestRun, from_dict, load_env, to_dict, write_json
+from bugforge.records import (
+    EnvRecord,
+    Recipe,
+    RepairStep,
+    TestLimits,
+    TestOutcome,
+    TestRun,
+    from_dict,
+    load_env,
+    to_dict,
+    write_json,
+)
 from bugforge.testing.testmap import TestMap
 from bugforge.testing.testrun import run_tests, tools_digest
 
 Log = Callable[[str], None]
 ENV_DOCKERFILE_VERSION = "1"
+BUILD_DEPS_FAILED = "Installing build dependencies: finished with status 'error'"
+"""pip's line in build.log when the build requirements of the project (PEP 518) cannot be installed."""
+UNBUILT = "bugforge.unbuilt"
+"""Image label: the image was built by detect(build=False) (the project's tree on sys.path, not built)."""
 
 
 @dataclass
@@ -39,6 +54,11 @@ class EnvironmentConfig:
     """Baseline runs of the whole suite; two or more, so that flaky tests show."""
     timeout: float = 900
     """Seconds one baseline run may take."""
+    test_limit: float = 120
+    """CPU-seconds (or three times as many wall-seconds) one test may take at baseline; a test past it
+    (a hung socket test, say) is deselected, recorded as a repair step, and the run repeated."""
+    hung_tests: int = 3
+    """Tests deselected that way before the run counts as a timeout."""
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -66,6 +86,7 @@ def build_environment(
     out: Path = Path("runs"),
     runs: int = EnvironmentConfig.runs,
     timeout: float = EnvironmentConfig.timeout,
+    test_limit: float = EnvironmentConfig.test_limit,
     force: bool = False,
     log: Log = print,
 ) -> tuple[EnvRecord, bool]:
@@ -73,7 +94,7 @@ def build_environment(
     ships too little of its test suite to build (most test files uncollectable, or none) is built from the
     repository its PKG-INFO names, at the release's tag, when that tag exists; the record says so."""
     try:
-        return _build(source, commit, recipe_path, out, runs, timeout, force, log)
+        return _build(source, commit, recipe_path, out, runs, (timeout, test_limit), force, log)
     except BugforgeError as e:
         incomplete = "cannot be collected after repair" in e.what or e.what.startswith("no tests found")
         url = repository_url(_staging(out, source, commit) / "repo") if source.startswith("pypi:") else None
@@ -84,7 +105,7 @@ def build_environment(
             e.fix = f"{e.fix} (no tag of release {source.split('==', 1)[1]} found in {url})"
             raise
         log(f"acquire: the sdist's tests cannot run ({e.what[:120]}); building {url} at tag {tag} instead")
-        rec, reused = _build(url, tag, recipe_path, out, runs, timeout, force, log)
+        rec, reused = _build(url, tag, recipe_path, out, runs, (timeout, test_limit), force, log)
         return rec, reused
 
 
@@ -109,10 +130,11 @@ def _build(
     recipe_path: str | None,
     out: Path,
     runs: int,
-    timeout: float,
+    limits: tuple[float, float],
     force: bool,
     log: Log,
 ) -> tuple[EnvRecord, bool]:
+    timeout, test_limit = limits
     if runs < 2:
         raise BugforgeError(
             f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
@@ -151,24 +173,22 @@ def _build(
     env_dir.mkdir(parents=True, exist_ok=True)
     write_json(env_dir / "recipe.json", recipe)
     tag = f"bugforge/env.{slug(got.name)}:{base_commit[:10]}-{key[:10]}"
-    if not image_exists(tag):
-        require_disk(3.0, "an environment image")
-        log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
-        build_image(
-            {"Dockerfile": env_dockerfile(base.tag, recipe).encode(), "testbed": staging / "repo"},
-            tag,
-            labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
-            log=lambda line: log("build: " + line),
-            log_file=env_dir / "build.log",
-            what=f"the environment of {got.name}",
-        )
-    else:
-        log(f"build: reusing {tag}")
+    recipe = _image(
+        tag,
+        base.tag,
+        recipe,
+        fixed=recipe_override is not None,
+        repo=staging / "repo",
+        env_dir=env_dir,
+        labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
+        what=got.name,
+        log=log,
+    )
     for n in got.notes:
         log(f"acquire: {n}")
     recipe.notes += got.notes  # after the key: what acquiring found (submodules), not a recipe choice
     tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
-    tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, log=log)
+    tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
     write_json(env_dir / "recipe.json", recipe)  # repairs, exclusions, a Hypothesis seed, neutralised addopts
     testmap_path = env_dir / "testmap.json.gz"
     testmap.save(testmap_path)
@@ -203,12 +223,50 @@ def _head(repo: Path) -> str:
     ).stdout.strip()
 
 
+def _image(
+    tag: str, base: str, recipe: Recipe, *, fixed: bool, repo: Path, env_dir: Path, labels: dict, what: str, log: Log
+) -> Recipe:
+    """Build `tag` (unless it exists) from `recipe`; returns the recipe the image holds. When pip cannot
+    install the project's build requirements and the recipe is detected (not `fixed` by --recipe), the
+    image is built with the project's tree on sys.path instead (detect(build=False)), labelled UNBUILT;
+    the same inputs give the same fallback, so the image keeps the first recipe's key."""
+    if image_exists(tag):
+        log(f"build: reusing {tag}")
+        unbuilt = not fixed and client().images.get(tag).labels.get(UNBUILT)
+        return detect(repo, build=False) if unbuilt else recipe
+
+    def build(r: Recipe, extra: dict) -> None:
+        build_image(
+            {"Dockerfile": env_dockerfile(base, r).encode(), "testbed": repo},
+            tag,
+            labels=labels | extra,
+            log=lambda line: log("build: " + line),
+            log_file=env_dir / "build.log",
+            what=f"the environment of {what}",
+        )
+
+    require_disk(3.0, "an environment image")
+    log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
+    try:
+        build(recipe, {})
+        return recipe
+    except BugforgeError:
+        if fixed or BUILD_DEPS_FAILED not in (env_dir / "build.log").read_text(errors="replace"):
+            raise
+    log("build: the project's build requirements cannot be installed; retrying with its tree on sys.path")
+    unbuilt = detect(repo, build=False)
+    build(unbuilt, {UNBUILT: "1"})
+    write_json(env_dir / "recipe.json", unbuilt)
+    return unbuilt
+
+
 def baseline(
     image: str,
     recipe: Recipe,
     *,
     runs: int = EnvironmentConfig.runs,
     timeout: float = EnvironmentConfig.timeout,
+    test_limit: float = EnvironmentConfig.test_limit,
     log: Log = print,
 ) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
@@ -218,17 +276,13 @@ def baseline(
     raw_cov = None
     for i in range(runs):
         t0 = time.monotonic()
-        run, cov = run_tests(
-            image, recipe.pytest_args, coverage=(i == 0), timeout=timeout, test_files=recipe.test_files
-        )
+        run, cov = _run(image, recipe, (timeout, test_limit), log, coverage=(i == 0))
         if i == 0 and not run.outcomes and _plugin_missing(run) and "addopts=" not in recipe.pytest_args:
             # A plugin the configuration needs could not be installed: neutralise addopts, say so.
             log("baseline: pytest rejected the configured addopts (missing plugin); retrying with -o addopts=")
             recipe.pytest_args += ["-o", "addopts="]
             recipe.notes.append("pytest: addopts neutralised (-o addopts=): a plugin it needs could not be installed")
-            run, cov = run_tests(
-                image, recipe.pytest_args, coverage=True, timeout=timeout, test_files=recipe.test_files
-            )
+            run, cov = _run(image, recipe, (timeout, test_limit), log, coverage=True)
         if i == 0:
             raw_cov = cov
         log(
@@ -250,9 +304,7 @@ def baseline(
     testmap = TestMap.from_coverage(raw_cov or {})
     # one more run, watching which tests look up which methods (a removed method selects those tests)
     t0 = time.monotonic()
-    look, raw_lookups = run_tests(
-        image, recipe.pytest_args, lookups=True, timeout=timeout, test_files=recipe.test_files
-    )
+    look, raw_lookups = _run(image, recipe, (timeout, test_limit), log, lookups=True)
     unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
     log(
         f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
@@ -260,6 +312,29 @@ def baseline(
     )
     testmap.add_lookups(None if look.timed_out or not look.outcomes else raw_lookups, unwatched)
     return tests, statistics.median(plain), testmap
+
+
+def _run(image: str, recipe: Recipe, limits: tuple[float, float], log: Log, **kw) -> tuple[TestRun, dict | None]:
+    """One baseline run of the suite (limits: the run's seconds, one test's CPU-seconds). A test past its
+    limit is deselected (a repair step in the recipe: it is never a label) and the run repeated, up to
+    EnvironmentConfig.hung_tests times."""
+    timeout, limit = limits[0], TestLimits(default=limits[1])
+    while True:
+        run, raw = run_tests(
+            image, recipe.pytest_args, timeout=timeout, test_files=recipe.test_files, test_limit=limit, **kw
+        )
+        hung = sum(s.action.startswith("pytest --deselect") for s in recipe.repairs)
+        if not (run.timed_out and run.limit and run.running) or hung >= EnvironmentConfig.hung_tests:
+            return run, raw
+        log(f"baseline: {run.running} ran past {run.limit:g} CPU-seconds or {3 * run.limit:g} s; deselecting it")
+        recipe.pytest_args += ["--deselect", run.running]
+        recipe.repairs.append(
+            RepairStep(
+                problem=f"{run.running}: ran past {run.limit:g} CPU-seconds or {3 * run.limit:g} wall-seconds",
+                action=f"pytest --deselect {run.running} (a hung or very slow test is never a label)",
+                result="fixed",
+            )
+        )
 
 
 def _plugin_missing(run: TestRun) -> bool:

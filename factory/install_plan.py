@@ -43,6 +43,8 @@ class Plan:
     groups: list[Declared]
     project: str | None = None
     """The project's distribution name: a group naming it (`pkg[x]`) stands for its extras."""
+    build: bool = True
+    """False: the project is not built (detect(build=False)); its extras install as their requirements."""
     covered: set[str] = field(default_factory=lambda: {"pytest"})
     extra_pick: dict[str, str] = field(default_factory=dict)
     """extra -> why (beyond the main install step's)."""
@@ -166,7 +168,12 @@ class Plan:
 
     def emit(self, r: Recipe, installable: bool, main_extras: list[str]) -> None:
         extra = [e for e in sorted(self.extra_pick) if e not in main_extras]
-        if extra and installable:
+        if extra and installable and not self.build:
+            reqs = [q for e in extra for q in self.without_self(self.extras[e].requirements, e)]
+            if reqs:
+                r.install.append(tolerant(reqs))
+                r.notes.append(f"install: the requirements of the project's extras {', '.join(extra)}")
+        elif extra and installable:
             t = shlex.quote(f".[{','.join(extra)}]")
             r.install.append(f"pip install -e {t} || pip install {t} || true")
             why = "; ".join(f"{e}: {self.extra_pick[e]}" for e in extra)

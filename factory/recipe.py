@@ -60,9 +60,20 @@ REQUIREMENT_FILES = [
 ]
 
 
-def detect(repo: Path) -> Recipe:
+def on_path(repo: Path) -> str:
+    """A command putting the tree (its src/ when the packages live there) first on sys.path, by a .pth file."""
+    src = repo / "src"
+    packaged = src.is_dir() and any((c / "__init__.py").exists() or c.suffix == ".py" for c in src.iterdir())
+    line = f"import sys; sys.path.insert(0, {'/testbed/src' if packaged else '/testbed'!r})"
+    code = f"import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'bugforge-tree.pth').write_text({line!r})"
+    return f"python -c {shlex.quote(code)}"
+
+
+def detect(repo: Path, *, build: bool = True) -> Recipe:
     """The recipe of the repository at `repo`, read from its files without running its code; the same
-    files always give the same recipe (the environment's image key hashes it)."""
+    files always give the same recipe (the environment's image key hashes it). build=False: the project is
+    not built but put on sys.path from its tree, with the requirements it declares (for a project whose
+    build requirements cannot be installed; its own metadata, e.g. entry points, is then absent)."""
     r = Recipe(pytest_args=["-p", "no:cacheprovider"])
     pyproject = toml(repo / "pyproject.toml")
     setup_cfg = ini(repo / "setup.cfg")
@@ -78,8 +89,18 @@ def detect(repo: Path) -> Recipe:
     names = extras_of(repo, pyproject, setup_cfg) | set(declared)
     wanted = [e for e in TEST_EXTRAS if e in names]
     name = dist_name(repo, pyproject, setup_cfg) if installable else None
-    plan = Plan(repo, declared, groups(repo, pyproject), name)
-    if installable:
+    plan = Plan(repo, declared, groups(repo, pyproject), name, build=build)
+    if installable and not build:
+        reqs = plan.without_self(base_requirements(repo, pyproject, setup_cfg), "the project's requirements")
+        reqs += [q for e in wanted if e in declared for q in plan.without_self(declared[e].requirements, e)]
+        r.install.append(
+            ("pip install " + " ".join(shlex.quote(q) for q in reqs) + " && " if reqs else "") + on_path(repo)
+        )
+        r.notes.append(
+            "install: the project's build requirements cannot be installed, so its tree is put on sys.path"
+            f" (a .pth file) with the requirements it declares{' and extras ' + ', '.join(wanted) if wanted else ''}"
+        )
+    elif installable:
         target = f".[{','.join(wanted)}]" if wanted else "."
         r.install.append(f"pip install -e {shlex.quote(target)} || pip install {shlex.quote(target)}")
         r.notes.append(
@@ -156,7 +177,7 @@ def detect(repo: Path) -> Recipe:
         r.notes.append("install: pytest<9 (a conftest.py implements a hook with the py.path argument pytest 9 removed)")
     else:
         r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
-    if name:
+    if name and build:
         # A pinned requirements file (pip-compile output often pins the project itself) or a plugin that
         # requires the project can replace the tree under test with a release from the index: put the
         # tree back unless the installed distribution still comes from here (a PEP 660 or plain install

@@ -27,6 +27,13 @@ def configure(p) -> None:
     e.add_argument(
         "--timeout", type=float, default=env.timeout, help=f"seconds per baseline run (default {env.timeout})"
     )
+    e.add_argument(
+        "--test-limit",
+        type=float,
+        default=env.test_limit,
+        help=f"CPU-seconds (or 3x as many wall-seconds) one test may take at baseline before it is deselected"
+        f" (default {env.test_limit:g})",
+    )
     e.add_argument("--force", action="store_true", help="rebuild the record even if an identical one exists")
     e.set_defaults(func=cmd_env)
 
@@ -91,6 +98,7 @@ def cmd_env(a) -> int:
         out=Path(a.out),
         runs=a.runs,
         timeout=a.timeout,
+        test_limit=a.test_limit,
         force=a.force,
         log=log,
     )

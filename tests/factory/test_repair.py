@@ -238,3 +238,49 @@ def test_an_sdist_with_incomplete_tests_is_built_from_its_repository_tag(base_im
     assert f"building {bare} at tag {version} instead" in " ".join(r.stdout.split())
     rec = json.loads(next((tmp_path / "out").glob("*/env.json")).read_text())
     assert rec["source"] == str(bare) and len(rec["tests"]) == 3  # the tag's suite, not the later commit's
+
+
+def test_a_project_whose_build_requirements_cannot_be_installed_runs_from_its_tree(base_image, tmp_path, git_repo):
+    """A build requirement missing from the index (a build plugin): the environment is built with the
+    tree on sys.path and the requirements the project declares, says so, and is reused as such."""
+    files = {
+        "pyproject.toml": """[build-system]
+requires = ["setuptools>=61", "bugforge-fixture-no-such-build-plugin>=1"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "unbuilt"
+version = "1"
+dependencies = ["six"]
+""",
+        "src/unbuilt/__init__.py": "import six\n\n\ndef text(x):\n    return six.text_type(x)\n",
+        "tests/test_unbuilt.py": "from unbuilt import text\n\n\ndef test_text():\n    assert text(1) == '1'\n",
+    }
+    repo = git_repo(tmp_path / "unbuilt", files)
+    out = tmp_path / "runs"
+    rec, reused = build_environment(str(repo), out=out, runs=2, log=lambda m: None)
+    assert not reused and rec.passing == ["tests/test_unbuilt.py::test_text"], rec.tests
+    assert rec.recipe.install[0].startswith("pip install six && python -c"), rec.recipe.install
+    assert any("build requirements cannot be installed" in n for n in rec.recipe.notes), rec.recipe.notes
+    (out / "unbuilt" / "env.json").unlink()  # the image stays: rebuilt records must keep the fallback recipe
+    again, _ = build_environment(str(repo), out=out, runs=2, log=lambda m: None)
+    assert again.image == rec.image and again.recipe.install == rec.recipe.install
+
+
+def test_a_hung_test_is_deselected_and_recorded(base_image, tmp_path, cli, git_repo):
+    """A test waiting forever (no CPU) and one spinning (CPU): each past the per-test limit (here 2
+    CPU-seconds, 6 wall-seconds) is deselected, recorded as a repair step, and never a label."""
+    files = {
+        "tests/test_ok.py": "def test_ok():\n    pass\n",
+        "tests/test_hang.py": "import time\n\n\ndef test_waits():\n    time.sleep(10**6)\n",
+        "tests/test_spin.py": "def test_spins():\n    while True:\n        pass\n",
+    }
+    repo = git_repo(tmp_path / "hangs", files)
+    out = tmp_path / "runs"
+    r = cli("factory", "env", str(repo), "--out", str(out), "--runs", "2", "--test-limit", "2")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads((out / "hangs" / "recipe.json").read_text())
+    hung = sorted(s["problem"].split(": ran past")[0] for s in rec["repairs"])
+    assert hung == ["tests/test_hang.py::test_waits", "tests/test_spin.py::test_spins"], rec["repairs"]
+    env = json.loads((out / "hangs" / "env.json").read_text())
+    assert sorted(env["tests"]) == ["tests/test_ok.py::test_ok"]
+    assert "ran past 2 CPU-seconds" in r.stdout and "test_waits" in r.stdout, r.stdout  # the summary says so
