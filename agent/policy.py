@@ -45,6 +45,13 @@ class ChatPolicy:
             max_retries=0,
         )
 
+    def __getstate__(self) -> dict:  # the client is remade where the policy lands (a Ray node)
+        return {k: v for k, v in self.__dict__.items() if k != "client"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Turn:
         import openai
 

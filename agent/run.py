@@ -4,10 +4,10 @@ skips finished instances and an interrupted run loses only the episodes in fligh
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 from bugforge.agent.loop import AgentConfig, run_episode
@@ -24,56 +24,85 @@ def run_dataset(
     workers: int = 2,
     config: AgentConfig | None = None,
     grade: bool = True,
+    ray: str | None = None,
     progress: Callable[[str, int, int], None] = lambda *a: None,
 ) -> list[Trajectory]:
     """`make_policy(row)` gives the policy for an instance (the same client for a model; the gold patch
-    for the oracle). `sandbox` is sandbox.connect(...): in-process Runtime or HTTP client."""
-    from bugforge.sandbox.grader import grade_patch
-
+    for the oracle). `sandbox` is sandbox.connect(...): in-process Runtime or HTTP client. `ray`: a Ray
+    cluster's address: the episodes run on `workers` actors, each with an in-process sandbox on its node
+    (`sandbox` is then unused; `make_policy` travels by cloudpickle, and a model endpoint must answer
+    from the nodes); the records are written here, as without Ray."""
     done = {r["instance_id"] for r in read_jsonl(predictions)}
     todo = [r for r in rows if r["instance_id"] not in done]
     total, finished = len(rows), len(rows) - len(todo)
-    lock = threading.Lock()
     out: list[Trajectory] = []
     progress("episodes", finished, total)
+    call = partial(episode, make_policy=make_policy, config=config, grade=grade)
+    if ray is not None:
+        from bugforge.cluster import fan_out
 
-    def episode(row: dict) -> Trajectory:
-        policy = make_policy(row)
-        try:
-            session = sandbox.create(image=row["image"])
-        except Exception as e:
-            return Trajectory(
-                row["instance_id"], getattr(policy, "model", "?"), exit_reason="sandbox_error", error=str(e)
+        items = [(r["instance_id"], r) for r in todo]
+        results = (t for _, t in fan_out(ray, _NodeSandbox, call, items, workers=workers, image=None))
+    else:
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        results = (f.result() for f in as_completed([pool.submit(call, sandbox, r) for r in todo]))
+    try:
+        for traj in results:
+            if trajectories:
+                append_jsonl(trajectories, traj)
+            append_jsonl(
+                predictions,
+                {"instance_id": traj.instance_id, "model_name_or_path": traj.model, "model_patch": traj.patch},
             )
-        try:
-            traj = run_episode(row, policy, session, config)
-        except Exception as e:  # the sandbox broke mid-episode: record it, go on with the next
-            traj = Trajectory(
-                row["instance_id"],
-                getattr(policy, "model", "?"),
-                exit_reason="sandbox_error",
-                error=f"{type(e).__name__}: {e}",
-            )
-        finally:
-            try:
-                session.close()
-            except Exception:
-                pass
-        if grade and traj.patch.strip():
-            traj.grade = asdict(grade_patch(row, traj.patch))
-        return traj
-
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for fut in as_completed([pool.submit(episode, r) for r in todo]):
-            traj = fut.result()
-            with lock:
-                if trajectories:
-                    append_jsonl(trajectories, traj)
-                append_jsonl(
-                    predictions,
-                    {"instance_id": traj.instance_id, "model_name_or_path": traj.model, "model_patch": traj.patch},
-                )
-                finished += 1
-                out.append(traj)
+            finished += 1
+            out.append(traj)
             progress("episodes", finished, total)
+    finally:
+        results.close()  # (on Ray: the actors go)
+        if ray is None:
+            pool.shutdown()
     return out
+
+
+def episode(sandbox, row: dict, *, make_policy, config: AgentConfig | None, grade: bool) -> Trajectory:
+    """One instance's episode in a session of `sandbox`, graded in a fresh container when it left a patch.
+    A sandbox that fails is recorded as the episode's exit reason (sandbox_error), not raised."""
+    from bugforge.sandbox.grader import grade_patch
+
+    policy = make_policy(row)
+    try:
+        session = sandbox.create(image=row["image"])
+    except Exception as e:
+        return Trajectory(row["instance_id"], getattr(policy, "model", "?"), exit_reason="sandbox_error", error=str(e))
+    try:
+        traj = run_episode(row, policy, session, config)
+    except Exception as e:  # the sandbox broke mid-episode: record it, go on with the next
+        traj = Trajectory(
+            row["instance_id"],
+            getattr(policy, "model", "?"),
+            exit_reason="sandbox_error",
+            error=f"{type(e).__name__}: {e}",
+        )
+    finally:
+        try:
+            session.close()
+        except Exception:
+            pass
+    if grade and traj.patch.strip():
+        traj.grade = asdict(grade_patch(row, traj.patch))
+    return traj
+
+
+class _NodeSandbox:
+    """What a Ray actor of `run_dataset` holds: an in-process sandbox on its node."""
+
+    def __init__(self):
+        from bugforge.sandbox import connect
+
+        self.box = connect(None)
+
+    def create(self, **kw):
+        return self.box.create(**kw)
+
+    def close(self) -> None:
+        self.box.shutdown()

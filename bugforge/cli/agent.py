@@ -37,6 +37,13 @@ def configure_run_agent(ra) -> None:
     ra.add_argument("--token-ids", action="store_true", help="record token ids and logprobs (for training)")
     ra.add_argument("--limit", type=int)
     ra.add_argument("--sandbox-url", help="a running `bugforge sandbox serve` (default: in-process)")
+    ra.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=default_of(run_dataset, "ray"),
+        help="run the episodes on a Ray cluster (`auto`, HOST:PORT; docs/scale.md): --workers actors on nodes"
+        " with a Docker engine, each with its own sandbox; the model endpoint must answer from the nodes",
+    )
     ra.add_argument("--sandbox-token")
     ra.set_defaults(func=cmd_run_agent)
 
@@ -74,7 +81,7 @@ def cmd_run_agent(a) -> int:
             tool_choice=a.tool_choice if a.format == "tools" else None,
         )
         make = lambda row: policy  # noqa: E731
-    box = sandbox.connect(a.sandbox_url, a.sandbox_token)
+    box = None if a.ray else sandbox.connect(a.sandbox_url, a.sandbox_token)
     traj_path = Path(a.trajectories) if a.trajectories else Path(a.out).with_suffix(".trajectories.jsonl")
     try:
         with Bars() as bars:
@@ -86,6 +93,7 @@ def cmd_run_agent(a) -> int:
                 trajectories=traj_path,
                 workers=a.workers,
                 config=cfg,
+                ray=a.ray,
                 progress=bars,
             )
     finally:

@@ -1,6 +1,6 @@
 """Validation on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster): the same labels
 as the single-process run, a node removed mid-run, a killed driver resumed; evaluation over Ray gives the
-same verdicts as without. Real Docker, real Ray."""
+same verdicts as without, and so does an agent run. Real Docker, real Ray."""
 
 from __future__ import annotations
 
@@ -113,9 +113,48 @@ def test_eval_over_ray_gives_the_same_verdicts(cluster, calc_runs, instances, tm
     assert plain["completed_ids"]  # (other_bug: the other instance's bug, graded)
 
 
+def test_an_agent_run_over_ray_gives_the_same_verdicts(cluster, instances, tmp_path):
+    """The SCRIPTED expert (it knows the gold patch; plumbing, not a model) and the oracle, with and
+    without Ray: the same exit reasons, grades and patches, every record written once on the driver."""
+    from bugforge.agent import AgentConfig, ExpertPolicy, OraclePolicy
+    from bugforge.agent.run import run_dataset
+    from bugforge.sandbox import connect
+
+    policies = {
+        "expert": lambda row: ExpertPolicy(row, "text"),
+        "oracle": lambda row: OraclePolicy(row["patch"], "text"),
+    }
+    box = connect(None)
+    try:
+        for name, make in policies.items():
+            runs = {}
+            for how, address in (("plain", None), ("ray", cluster.address)):
+                preds = tmp_path / f"{name}-{how}.jsonl"
+                trajs = run_dataset(
+                    instances,
+                    make,
+                    box,
+                    predictions=preds,
+                    trajectories=preds.with_suffix(".traj"),
+                    workers=2,
+                    config=AgentConfig(mode="text"),
+                    ray=address,
+                )
+                assert sorted(r["instance_id"] for r in read_jsonl(preds)) == sorted(
+                    i["instance_id"] for i in instances
+                )
+                runs[how] = {t.instance_id: (t.exit_reason, t.patch, (t.grade or {}).get("status")) for t in trajs}
+                empty = [(t.instance_id, t.steps) for t in trajs if not t.patch]  # (to see why, if it happens)
+            assert runs["ray"] == runs["plain"], (runs, empty)
+            assert {s for _, _, s in runs["plain"].values()} == {"RESOLVED_FULL"}, runs
+    finally:
+        box.shutdown()
+
+
 def test_without_ray_nothing_of_ray_is_imported():
     code = (
-        "import sys, bugforge.cli.factory, bugforge.cli.eval, bugforge.factory.generate, bugforge.sandbox.evaluate, "
+        "import sys, bugforge.cli.factory, bugforge.cli.eval, bugforge.cli.agent, bugforge.factory.generate, "
+        "bugforge.sandbox.evaluate, bugforge.agent.run, "
         "bugforge.cluster; assert not [m for m in sys.modules if m.split('.')[0] == 'ray'], 'ray imported'"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
