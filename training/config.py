@@ -48,6 +48,11 @@ class GRPOTrainConfig:
     vllm_server_base_url: str = ""
     rollout_workers: int = 4
     """Episodes run at once (sandbox starts and test runs overlap; generation is serialised per model)."""
+    ray: str = ""
+    """A Ray cluster address (`auto`, HOST:PORT; docs/scale.md): the episodes' sandbox sessions and their grading
+    run on `ray_workers` actors on nodes with a Docker engine; empty: on this machine's engine, no Ray."""
+    ray_workers: int = 4
+    """Sandbox actors on the Ray cluster (each one unit of the `docker` resource, any number of sessions)."""
     save_steps: int = 10
     seed: int = 0
     output_dir: str = "runs/train/grpo"

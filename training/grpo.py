@@ -49,12 +49,20 @@ class SWERollout:
         from bugforge.sandbox.grader import grade_patch
 
         inst = self.by_prompt[_key(prompt)]
-        session = self.sandbox.create(image=inst["image"])
+        try:
+            session = self.sandbox.create(image=inst["image"])
+        except BugforgeError as e:  # (a lost Ray node): the episode ends at its first command, sandbox_error
+            session = _Failed(e)
         try:
             ep = run_episode(inst, gen, self.tok, session, self.cfg)
         finally:
             session.close()
-        grade = grade_patch(inst, ep.patch) if ep.patch.strip() else None
+        grade = None
+        if ep.patch.strip():
+            try:  # on the sandbox's nodes when it grades (RaySandbox), else on this machine's engine
+                grade = getattr(self.sandbox, "grade", grade_patch)(inst, ep.patch)
+            except BugforgeError as e:
+                ep.error = f"grading: {e.what}"
         ep.reward = reward_of(grade, self.cfg.reward)
         ep.resolved = bool(grade and grade.resolved)
         return ep
@@ -82,6 +90,21 @@ class SWERollout:
             "episode_reward": [e.reward for e in eps],
             "resolved": [e.resolved for e in eps],
         }
+
+
+class _Failed:
+    """A session that could not be made: each call raises why."""
+
+    def __init__(self, error: BugforgeError):
+        self.error = error
+
+    def run(self, *a, **kw):
+        raise self.error
+
+    diff = run
+
+    def close(self) -> None:
+        pass
 
 
 def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[float]:
@@ -214,7 +237,7 @@ def train_grpo(
         tok, model = load(model_dir)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    box = sandbox or connect(None)
+    box = sandbox or (connect(ray=cfg.ray, workers=cfg.ray_workers) if cfg.ray else connect(None))
     try:
         trainer, rollout = build_trainer(instances, model, tok, cfg, box, resume=resume)
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from bugforge.agent.loop import SYSTEM, TASK, TEXT_FORMAT, _clip
 from bugforge.agent.tools import SUBMIT, FormatError, parse_text
+from bugforge.errors import BugforgeError
 from bugforge.training.config import GRPOTrainConfig
 
 
@@ -35,6 +36,8 @@ class Episode:
     turns: int = 0
     """Model turns; `format_errors` of them were not a valid action."""
     format_errors: int = 0
+    error: str = ""
+    """Why the sandbox failed (exit_reason sandbox_error), or grading did."""
 
 
 def prompt_messages(instance: dict) -> list[dict]:
@@ -143,6 +146,9 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig, max_for
             r = session.run(action.args["command"], cfg.command_timeout)
             obs = f"exit code: {r.exit_code}\n{_clip(r.output, 4000)}"
             streak = 0
+        except BugforgeError as e:  # the session is gone (a lost Ray node, a dead container)
+            ep.exit_reason, ep.error = "sandbox_error", e.what
+            break
         except FormatError as e:
             ep.format_errors += 1
             streak += 1
@@ -167,10 +173,14 @@ def run_episode(instance: dict, gen, tok, session, cfg: GRPOTrainConfig, max_for
         ep.completion_ids = ep.completion_ids[: cfg.max_completion_tokens]
         ep.env_mask = ep.env_mask[: cfg.max_completion_tokens]
         ep.logprobs = ep.logprobs[: cfg.max_completion_tokens]
-    ep.filtered = ep.exit_reason in ("max_steps", "max_tokens", "max_seconds")
+    if ep.exit_reason != "sandbox_error":
+        try:
+            ep.patch = session.diff()
+        except BugforgeError as e:
+            ep.exit_reason, ep.error = "sandbox_error", e.what
+    ep.filtered = ep.exit_reason in ("max_steps", "max_tokens", "max_seconds", "sandbox_error")
     if ep.filtered:
         ep.env_mask = [0] * len(ep.env_mask)
-    ep.patch = session.diff()
     ep.seconds = time.monotonic() - t0
     return ep
 

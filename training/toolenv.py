@@ -256,7 +256,7 @@ class BugforgeToolEnv:
         except Exception as e:
             ep.error = f"no diff: {e}"
         self._close()
-        self._grading = f.pool.submit(_grade, inst, ep.patch, f.grade_timeout)
+        self._grading = f.pool.submit(_grade, f.sandbox, inst, ep.patch, f.grade_timeout)
 
     def _close(self) -> None:
         with self._lock:
@@ -273,10 +273,15 @@ class BugforgeToolEnv:
             session.close()
 
 
-def _grade(instance: dict, patch: str, timeout: float):
+def _grade(sandbox, instance: dict, patch: str, timeout: float):
+    """On the sandbox's nodes when it grades (RaySandbox), else on this machine's engine."""
     from bugforge.sandbox.grader import grade_patch
 
-    return grade_patch(instance, patch, timeout=timeout) if patch.strip() else None
+    if not patch.strip():
+        return None
+    if hasattr(sandbox, "grade"):
+        return sandbox.grade(instance, patch, timeout=timeout)
+    return grade_patch(instance, patch, timeout=timeout)
 
 
 def task_dataset(instances: list[dict]):

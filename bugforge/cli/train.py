@@ -27,6 +27,17 @@ def configure(p) -> None:
         help="rollout: bugforge's episode loop through TRL's rollout_func; env: TRL's environment_factory with "
         f"native tool calls (docs/trl-environment.md) (default: the config's, else {GRPOTrainConfig.harness})",
     )
+    tg.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the episodes' sandbox sessions and grading on a Ray cluster (`auto`, HOST:PORT; docs/scale.md)",
+    )
+    tg.add_argument(
+        "--ray-workers",
+        type=int,
+        metavar="N",
+        help=f"sandbox actors on the cluster (default: the config's, else {GRPOTrainConfig.ray_workers})",
+    )
     tg.set_defaults(func=cmd_grpo)
     ts = tr.add_parser("sft", help="SFT on resolved trajectories (loss on assistant tokens only)")
     ts.add_argument("--trajectories", required=True)
@@ -55,7 +66,17 @@ def cmd_grpo(a) -> int:
     from bugforge.training import load_config
     from bugforge.training.grpo import train_grpo
 
-    cfg = load_config(GRPOTrainConfig, a.config, {"output_dir": a.out, "max_steps": a.max_steps, "harness": a.harness})
+    cfg = load_config(
+        GRPOTrainConfig,
+        a.config,
+        {
+            "output_dir": a.out,
+            "max_steps": a.max_steps,
+            "harness": a.harness,
+            "ray": a.ray,
+            "ray_workers": a.ray_workers,
+        },
+    )
     check_model_dir(a.model)
     rows = load_dataset(a.dataset)  # every image present, before any compute
     if a.limit:

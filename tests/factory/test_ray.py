@@ -151,10 +151,64 @@ def test_an_agent_run_over_ray_gives_the_same_verdicts(cluster, instances, tmp_p
         box.shutdown()
 
 
+def test_sandbox_sessions_on_ray_actors_behave_like_in_process_ones(cluster, instances):
+    """RaySandbox (the sandbox of `train grpo --ray`): sessions spread over both nodes' actors; the same
+    commands, edits, diffs and grades as in-process sessions; a session whose actor died says so; shutdown
+    leaves no container."""
+    import os
+
+    from bugforge.engine import client
+    from bugforge.errors import BugforgeError
+    from bugforge.sandbox import connect
+    from bugforge.sandbox.runtime import OWNER, SandboxConfig
+    from bugforge.sandbox.shell import RunResult
+
+    owner = f"ray-test-{os.getpid()}"
+    by_id = {i["instance_id"]: i for i in instances}
+    box = connect(ray=cluster.address, workers=2, instances=by_id, config=SandboxConfig(owner=owner))
+    local = connect(None, instances=by_id, config=SandboxConfig(owner=f"{owner}-local"))
+    ours = lambda: client().containers.list(all=True, filters={"label": f"{OWNER}={owner}"})  # noqa: E731
+    try:
+        assert len(set(box.nodes())) == 2  # one actor on each node
+        sessions = {}
+        for inst in instances:
+            pair = (box.create(instance_id=inst["instance_id"]), local.create(instance_id=inst["instance_id"]))
+            for s in pair:
+                r = s.run("echo hi && false")
+                assert isinstance(r, RunResult) and r.output.strip() == "hi" and r.exit_code == 1
+                s.write("gold.diff", inst["patch"])
+                assert s.run("git apply gold.diff && rm gold.diff").exit_code == 0
+                s.write("NOTES.txt", "hello\n")
+                s.edit("NOTES.txt", "hello", "bye")
+                assert s.read("NOTES.txt") == "bye\n"
+                assert "NOTES.txt" in {e["name"] for e in s.list(".")}
+            assert pair[0].diff() == pair[1].diff() and "+bye" in pair[0].diff()
+            sessions[inst["instance_id"]] = pair
+        assert {s.actor for s, _ in sessions.values()} == {0, 1}  # fewest open sessions first: one each
+        remote, plain = next(iter(sessions.values()))
+        g1, g2 = remote.submit(), plain.submit()
+        assert type(g1) is type(g2) and (g1.status, g1.resolved, g1.FAIL_TO_PASS) == (g2.status, True, g2.FAIL_TO_PASS)
+        # an actor that dies (as on a lost node) takes its session with it: one clear error, new sessions work
+        lost, _ = sessions[instances[1]["instance_id"]]
+        ray.kill(box.actors[lost.actor], no_restart=False)
+        with pytest.raises(BugforgeError, match="actor"):
+            lost.run("true")
+        for _ in range(2):
+            assert box.create(image=instances[1]["image"]).run("echo ok").output.strip() == "ok"
+    finally:
+        box.shutdown()
+        local.shutdown()
+    left = ours()  # only the container of the killed actor's session (a lost node's stay on that node)
+    assert len(left) == 1
+    for c in left:
+        c.remove(force=True)
+
+
 def test_without_ray_nothing_of_ray_is_imported():
     code = (
         "import sys, bugforge.cli.factory, bugforge.cli.eval, bugforge.cli.agent, bugforge.factory.generate, "
-        "bugforge.sandbox.evaluate, bugforge.agent.run, "
+        "bugforge.sandbox.evaluate, bugforge.agent.run, bugforge.sandbox.ray_sandbox, bugforge.cli.train, "
+        "bugforge.training.grpo, bugforge.training.toolenv, "
         "bugforge.cluster; assert not [m for m in sys.modules if m.split('.')[0] == 'ray'], 'ray imported'"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
