@@ -126,6 +126,8 @@ class RaySandbox:
         self.open: dict[str, int] = {}  # session id (or a pending key while one starts) -> actor index
         self.lock = threading.Lock()
         self._seq = itertools.count()
+        self.created = 0
+        """Sessions made so far."""
 
     def _get(self, ref, session_id: str | None = None):
         try:
@@ -156,6 +158,7 @@ class RaySandbox:
                 self.open.pop(pending, None)
         with self.lock:
             self.open[info["id"]] = i
+            self.created += 1
         return RaySession(self, i, info)
 
     def close(self, session_id: str) -> None:

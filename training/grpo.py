@@ -233,12 +233,12 @@ def train_grpo(
     from bugforge.agent.model import load
     from bugforge.sandbox import connect
 
-    if model is None:
-        tok, model = load(model_dir)
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    box = sandbox or (connect(ray=cfg.ray, workers=cfg.ray_workers) if cfg.ray else connect(None))
+    box = sandbox or (connect(ray=cfg.ray, workers=cfg.ray_workers) if cfg.ray else connect(None))  # before compute
     try:
+        if model is None:
+            tok, model = load(model_dir)
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
         trainer, rollout = build_trainer(instances, model, tok, cfg, box, resume=resume)
         try:
             ckpts = sorted(Path(cfg.output_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))

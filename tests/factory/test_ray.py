@@ -4,6 +4,7 @@ same verdicts as without, and so does an agent run. Real Docker, real Ray."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -202,6 +203,43 @@ def test_sandbox_sessions_on_ray_actors_behave_like_in_process_ones(cluster, ins
     assert len(left) == 1
     for c in left:
         c.remove(force=True)
+
+
+def test_a_grpo_step_over_the_ray_sandbox(cluster, instances, make_tiny_model, tmp_path):
+    """One GRPO step (TRL, a tiny random model) whose episodes' sessions live on Ray actors."""
+    from bugforge.sandbox import connect
+    from bugforge.training import GRPOTrainConfig
+    from bugforge.training.grpo import train_grpo
+
+    make_tiny_model(tmp_path / "tiny")
+    cfg = GRPOTrainConfig(
+        num_generations=2,
+        max_steps=1,
+        agent_steps=1,
+        turn_tokens=8,
+        max_completion_tokens=64,
+        save_steps=10,
+        rollout_workers=2,
+        output_dir=str(tmp_path / "grpo"),
+    )
+    box = connect(ray=cluster.address, workers=2)
+    try:
+        trainer, rollout = train_grpo(instances[:1], str(tmp_path / "tiny"), cfg, sandbox=box)
+        assert trainer.state.global_step == 1
+        assert box.created == 2 and box.sessions() == []  # one session per episode, all closed
+        assert {e.exit_reason for e in rollout.episodes} <= {"max_steps", "max_tokens", "submitted"}
+    finally:
+        box.shutdown()
+
+
+def test_train_grpo_with_no_cluster_at_the_address_stops_with_one_line(instances, tmp_path):
+    ds = tmp_path / "ds.jsonl"
+    ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
+    args = ["train", "grpo", "--dataset", str(ds), "--ray", "127.0.0.1:9", "--out", str(tmp_path / "o")]
+    r = subprocess.run([sys.executable, "-m", "bugforge.cli", *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert r.stderr.strip().count("\n") == 0 and "no Ray cluster answers at 127.0.0.1:9" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()  # nothing produced, no model loaded
 
 
 def test_without_ray_nothing_of_ray_is_imported():
