@@ -25,10 +25,20 @@ HINT = "its node or actor was lost (see `ray status`); the session's container w
 class _SessionHost:
     """The body of an actor: one in-process Runtime on its node, its sessions by id."""
 
-    def __init__(self, instances: dict[str, dict], config):
+    def __init__(self, instances: dict[str, dict], config, images: list[str]):
+        from bugforge.cluster import _require_image
         from bugforge.sandbox.runtime import Runtime
 
-        self.runtime = Runtime(config, instances)
+        self.runtime, self.error = Runtime(config, instances), None
+        try:
+            for image in images:
+                _require_image(image)
+        except BugforgeError as e:  # said by ready(), before any session
+            self.error = e
+
+    def ready(self) -> None:
+        if self.error is not None:
+            raise self.error
 
     def node(self) -> str:
         import ray
@@ -104,9 +114,11 @@ class RaySandbox:
         instances: dict[str, dict] | None = None,
         config=None,
         *,
+        images: list[str] = (),
         concurrency: int = 64,
         cluster: ClusterConfig | None = None,
     ):
+        """`images`: checked present on every actor's node before this returns (one clear error if not)."""
         from bugforge.cluster import connect
 
         cfg = cluster or ClusterConfig(address=address)
@@ -122,12 +134,17 @@ class RaySandbox:
             max_concurrency=concurrency,  # the sessions of one actor run their commands at once
             scheduling_strategy="SPREAD",
         )
-        self.actors = [Actor.remote(instances or {}, config) for _ in range(max(1, workers))]
+        self.actors = [Actor.remote(instances or {}, config, list(images)) for _ in range(max(1, workers))]
         self.open: dict[str, int] = {}  # session id (or a pending key while one starts) -> actor index
         self.lock = threading.Lock()
         self._seq = itertools.count()
         self.created = 0
         """Sessions made so far."""
+        try:
+            self._get([a.ready.remote() for a in self.actors])
+        except BaseException:
+            self.shutdown()
+            raise
 
     def _get(self, ref, session_id: str | None = None):
         try:

@@ -233,7 +233,11 @@ def train_grpo(
     from bugforge.agent.model import load
     from bugforge.sandbox import connect
 
-    box = sandbox or (connect(ray=cfg.ray, workers=cfg.ray_workers) if cfg.ray else connect(None))  # before compute
+    if sandbox is None and cfg.ray:  # before compute: the images are checked on every actor's node
+        images = sorted({r["image"] for r in instances})
+        box = connect(ray=cfg.ray, workers=cfg.ray_workers, images=images)
+    else:
+        box = sandbox or connect(None)
     try:
         if model is None:
             tok, model = load(model_dir)

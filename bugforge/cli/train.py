@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bugforge.cli.common import console, default_of, load_dataset, log
+from bugforge.cli.common import console, default_of, load_dataset, load_instances, log
 from bugforge.errors import BugforgeError
 from bugforge.training.config import HARNESSES, GRPOTrainConfig
 from bugforge.training.splits import split
@@ -78,7 +78,12 @@ def cmd_grpo(a) -> int:
         },
     )
     check_model_dir(a.model)
-    rows = load_dataset(a.dataset)  # every image present, before any compute
+    # every image present, before any compute: here, or with --ray on every sandbox node (train_grpo)
+    rows = list(load_instances([a.dataset]).values()) if cfg.ray else load_dataset(a.dataset)
+    if not rows:
+        raise BugforgeError(
+            f"dataset {a.dataset} has no instances", "pass the instances.jsonl that `factory export` wrote"
+        )
     if a.limit:
         rows = rows[: a.limit]
     trainer, _ = train_grpo(rows, a.model, cfg, resume=a.resume)

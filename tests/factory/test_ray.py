@@ -232,6 +232,14 @@ def test_a_grpo_step_over_the_ray_sandbox(cluster, instances, make_tiny_model, t
         box.shutdown()
 
 
+def test_a_ray_sandbox_whose_images_are_missing_on_a_node_stops_before_any_session(cluster):
+    from bugforge.errors import BugforgeError
+    from bugforge.sandbox import connect
+
+    with pytest.raises(BugforgeError, match="image bugforge/task.nothing:missing is not on node"):
+        connect(ray=cluster.address, workers=2, images=["bugforge/task.nothing:missing"])
+
+
 def test_train_grpo_with_no_cluster_at_the_address_stops_with_one_line(instances, tmp_path):
     ds = tmp_path / "ds.jsonl"
     ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
