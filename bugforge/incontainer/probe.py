@@ -12,11 +12,14 @@ BUGFORGE_LOOKUPS (the lookup map; unset = none), BUGFORGE_ROOT (source root, def
 BUGFORGE_SELECT (a file of node ids to run; unset = all collected), BUGFORGE_TEST_LIMIT (seconds one
 test may take), BUGFORGE_TEST_LIMITS (`NODE ID<TAB>SECONDS` lines for slow tests), BUGFORGE_RUN_BUDGET
 (wall-seconds the run's tests may take together). Past a limit the run records a `timeout` event and
-exits with 124. docs/probe.md describes the design. Runs under the image's Python (3.9+): no bugforge
+exits with 124. A process still alive EXIT_GRACE seconds after its session finished (a non-daemon
+thread a test left running) exits with the session's status. docs/probe.md describes the design. Runs under the image's Python (3.9+): no bugforge
 imports, no newer syntax."""
 
 import json
 import os
+import sys
+import threading
 import time
 
 import pytest
@@ -120,6 +123,24 @@ class Probe:
                 json.dump({"seen": self.tracker.seen_lists(), "fixtures": self.tracker.fixture_users}, f)
         if self.tracker.cov is not None:
             self.tracker.write_coverage(self.coverage_path)
+        if self.report.out is not None:  # a run read for its report (not the test server's own process):
+            # everything it is read for is written; a thread a test left running (not a daemon) must not
+            # keep the process alive until the run's timeout
+            threading.Thread(target=_end, args=(int(exitstatus),), name="bugforge-end", daemon=True).start()
+
+
+EXIT_GRACE = 5.0
+"""Seconds the process may take to exit on its own after the session finished (atexit handlers)."""
+
+
+def _end(status):
+    time.sleep(EXIT_GRACE)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status)
 
 
 plugin = Probe(os.environ)

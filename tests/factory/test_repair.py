@@ -268,19 +268,23 @@ dependencies = ["six"]
 
 def test_a_hung_test_is_deselected_and_recorded(base_image, tmp_path, cli, git_repo):
     """A test waiting forever (no CPU) and one spinning (CPU): each past the per-test limit (here 2
-    CPU-seconds, 6 wall-seconds) is deselected, recorded as a repair step, and never a label."""
+    CPU-seconds, 6 wall-seconds) is deselected, recorded as a repair step, and never a label. A thread a
+    test leaves running does not hold the run open."""
     files = {
         "tests/test_ok.py": "def test_ok():\n    pass\n",
         "tests/test_hang.py": "import time\n\n\ndef test_waits():\n    time.sleep(10**6)\n",
         "tests/test_spin.py": "def test_spins():\n    while True:\n        pass\n",
+        # a thread (not a daemon) that outlives the session: the run still ends, well before --timeout
+        "tests/test_thread.py": "import threading\n\n\ndef test_leaves_a_thread():\n"
+        "    threading.Thread(target=threading.Event().wait).start()\n",
     }
     repo = git_repo(tmp_path / "hangs", files)
     out = tmp_path / "runs"
-    r = cli("factory", "env", str(repo), "--out", str(out), "--runs", "2", "--test-limit", "2")
+    r = cli("factory", "env", str(repo), "--out", str(out), "--runs", "2", "--test-limit", "2", "--timeout", "90")
     assert r.returncode == 0, r.stderr
     rec = json.loads((out / "hangs" / "recipe.json").read_text())
     hung = sorted(s["problem"].split(": ran past")[0] for s in rec["repairs"])
     assert hung == ["tests/test_hang.py::test_waits", "tests/test_spin.py::test_spins"], rec["repairs"]
     env = json.loads((out / "hangs" / "env.json").read_text())
-    assert sorted(env["tests"]) == ["tests/test_ok.py::test_ok"]
+    assert sorted(env["tests"]) == ["tests/test_ok.py::test_ok", "tests/test_thread.py::test_leaves_a_thread"]
     assert "ran past 2 CPU-seconds" in r.stdout and "test_waits" in r.stdout, r.stdout  # the summary says so
