@@ -15,6 +15,7 @@ Figures: docs/figures.md, "Learning bench"; the recipe: docs/training.md.
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import random
@@ -262,8 +263,9 @@ def table(results: dict[str, list[dict]], curves: dict[float, list[dict]], a, sh
         f"held-out: {a.heldout} instances x {a.samples} samples (seeds fixed per instance and sample), "
         f"{a.agent_steps} turns x {a.turn_tokens} tokens, eval temperature {a.eval_temperature}",
         "",
-        "| arm | episodes | valid actions | submit rate | resolved | resolve rate (95% Wilson) | mean partial reward |",
-        "|---|---|---|---|---|---|---|",
+        "| arm | episodes | valid actions | submit rate | resolved | resolve rate (95% Wilson) | mean partial reward"
+        " | how episodes ended |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for arm in ARMS:
         rows = results.get(arm, [])
@@ -275,21 +277,27 @@ def table(results: dict[str, list[dict]], curves: dict[float, list[dict]], a, sh
         lo, hi = wilson(k, n)
         lines.append(
             f"| {arm} | {n} | {valid:.1%} ({turns} turns) | {sub / max(1, n):.1%} | {k} | "
-            f"{k / max(1, n):.1%} [{lo:.1%}, {hi:.1%}] | {sum(r['reward'] for r in rows) / max(1, n):.3f} |"
+            f"{k / max(1, n):.1%} [{lo:.1%}, {hi:.1%}] | {sum(r['reward'] for r in rows) / max(1, n):.3f} | "
+            + ", ".join(f"{e} {c}" for e, c in collections.Counter(r["exit_reason"] for r in rows).most_common())
+            + " |"
         )
     if shared:
         lines.append(f"\n{shared}")
     lines += ["", "GRPO reward per step (partial reward, train tasks, G episodes each):", ""]
     lines += [
-        f"| step | reward lr={a.lr:g} | resolve | filtered | reward lr=0 | resolve | filtered |",
-        "|---|---|---|---|---|---|---|",
+        f"| step | reward lr={a.lr:g} | resolve | filtered | how episodes ended | reward lr=0 | resolve | filtered |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for x, y in zip(curves.get(a.lr, []), curves.get(0.0, [])):
-        lines.append(
-            f"| {x['step']} | {x.get('reward', 0):.3f} | {x.get('resolve_rate', 0):.2f} | "
-            f"{x.get('filtered_share', 0):.2f} | {y.get('reward', 0):.3f} | {y.get('resolve_rate', 0):.2f} | "
-            f"{y.get('filtered_share', 0):.2f} |"
-        )
+
+    def cells(m: dict) -> str:
+        if not m:
+            return "not run | | "
+        return f"{m.get('reward', 0):.3f} | {m.get('resolve_rate', 0):.2f} | {m.get('filtered_share', 0):.2f}"
+
+    control = curves.get(0.0) or [{} for _ in curves.get(a.lr, [])]
+    for x, y in zip(curves.get(a.lr, []), control):
+        ends = ", ".join(f"{k} {v}" for k, v in sorted((x.get("exit_reasons") or {}).items()))
+        lines.append(f"| {x['step']} | {cells(x)} | {ends} | {cells(y)} |")
     return "\n".join(lines)
 
 
@@ -326,19 +334,34 @@ def main() -> int:
     log(f"split: {len(s.train)} train / {len(s.held_out)} held-out instances from {len(a.datasets)} datasets")
     demos = demonstrations(train, a, out)
     sft_dir = sft(demos, a, out)
-    curves, finals = {}, {}
-    for lr in (a.lr, 0.0):
-        finals[lr], curves[lr] = grpo(train, sft_dir, lr, a, out)
-    results: dict[str, list[dict]] = {}
-    results["base"] = evaluate("base", None, held, a, out)
-    results["sft"] = evaluate("sft", sft_dir, held, a, out)
-    results["sft+grpo"] = evaluate("sft+grpo", finals[a.lr], held, a, out)
-    shared = ""
-    if weights_digest(finals[0.0]) == weights_digest(sft_dir):
-        shared = "sft+grpo lr=0: its weights are bit-identical to SFT's, so its held-out episodes are SFT's."
-        results["sft+grpo lr=0"] = [{**r, "arm": "sft+grpo lr=0"} for r in results["sft"]]
+    curves, finals, notes = {}, {}, []
+    finals[a.lr], curves[a.lr] = grpo(train, sft_dir, a.lr, a, out)
+    if weights_digest(finals[a.lr]) == weights_digest(sft_dir) and not (out / "grpo-lr0" / "final").exists():
+        # No step changed the weights (every group filtered or of equal rewards): the lr=0 control would
+        # sample from these same weights, so it is not run.
+        notes.append(f"GRPO lr={a.lr:g} left the weights bit-identical to SFT's: the lr=0 control was not run.")
     else:
-        results["sft+grpo lr=0"] = evaluate("sft+grpo lr=0", finals[0.0], held, a, out)
+        finals[0.0], curves[0.0] = grpo(train, sft_dir, 0.0, a, out)
+    results: dict[str, list[dict]] = {}
+    first: dict[str, str] = {}  # weights digest -> the arm evaluated with them
+    for arm, model_dir in (
+        ("base", None),
+        ("sft", sft_dir),
+        ("sft+grpo", finals[a.lr]),
+        ("sft+grpo lr=0", finals.get(0.0)),
+    ):
+        if arm == "sft+grpo lr=0" and model_dir is None:
+            model_dir = sft_dir  # lr=0 leaves SFT's weights as they are
+        digest = weights_digest(model_dir) if model_dir else "base"
+        if digest in first:
+            notes.append(
+                f"{arm}: its weights are bit-identical to {first[digest]}'s, so its held-out episodes are those."
+            )
+            results[arm] = [{**r, "arm": arm} for r in results[first[digest]]]
+        else:
+            first[digest] = arm
+            results[arm] = evaluate(arm, model_dir, held, a, out)
+    shared = "\n".join(notes)
     text = table(results, curves, a, shared)
     (out / "table.md").write_text(text + "\n")
     print(text)
