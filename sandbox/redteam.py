@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,13 +184,19 @@ def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: i
     """{pattern: {"fresh" | "warm" | "eval_script": verdict}} for one instance; `grader`: an EnvGrader
     of the instance's environment. The gold patch is graded too, as the pattern "gold"."""
     patches = {"gold": instance["patch"], **{n: patch_for(instance, n) for n in names or PATTERNS}}
-    out = {}
-    for name, patch in patches.items():
-        fresh = grade_patch(instance, patch, timeout=timeout)
-        warm = grader.grade(instance, patch, timeout=timeout)
-        out[name] = {"fresh": verdict(fresh.status, fresh.resolved), "warm": verdict(warm.status, warm.resolved)}
     slug = {n: f"{instance['instance_id']}__rt{i}" for i, n in enumerate(patches)}
     rows = [{**instance, "instance_id": slug[n]} for n in patches]
-    for name, v in harness(rows, {slug[n]: p for n, p in patches.items()}, timeout=timeout).items():
-        out[next(n for n in patches if slug[n] == name)]["eval_script"] = v
+    out = {}
+    # the three graders at once (each grades every patch on its own): the harness and the fresh
+    # containers in threads, the warm grader (one workbench) here
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        official = pool.submit(harness, rows, {slug[n]: p for n, p in patches.items()}, timeout=timeout)
+        fresh = {n: pool.submit(grade_patch, instance, p, timeout=timeout) for n, p in patches.items()}
+        for name, patch in patches.items():
+            warm = grader.grade(instance, patch, timeout=timeout)
+            out[name] = {"warm": verdict(warm.status, warm.resolved)}
+        for name, f in fresh.items():
+            out[name]["fresh"] = verdict(f.result().status, f.result().resolved)
+        for name, v in official.result().items():
+            out[next(n for n in patches if slug[n] == name)]["eval_script"] = v
     return out
