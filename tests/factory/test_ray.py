@@ -115,16 +115,13 @@ def test_eval_over_ray_gives_the_same_verdicts(cluster, calc_runs, instances, tm
 
 
 def test_an_agent_run_over_ray_gives_the_same_verdicts(cluster, instances, tmp_path):
-    """The SCRIPTED expert (it knows the gold patch; plumbing, not a model) and the oracle, with and
-    without Ray: the same exit reasons, grades and patches, every record written once on the driver."""
-    from bugforge.agent import AgentConfig, ExpertPolicy, OraclePolicy
+    """The SCRIPTED expert (it knows the gold patch; plumbing, not a model), with and without Ray: the
+    same exit reasons, grades and patches, every record written once on the driver."""
+    from bugforge.agent import AgentConfig, ExpertPolicy
     from bugforge.agent.run import run_dataset
     from bugforge.sandbox import connect
 
-    policies = {
-        "expert": lambda row: ExpertPolicy(row, "text"),
-        "oracle": lambda row: OraclePolicy(row["patch"], "text"),
-    }
+    policies = {"expert": lambda row: ExpertPolicy(row, "text")}
     box = connect(None)
     try:
         for name, make in policies.items():
