@@ -42,7 +42,7 @@ def run_dataset(
         from bugforge.cluster import fan_out
 
         items = [(r["instance_id"], r) for r in todo]
-        results = (t for _, t in fan_out(ray, _NodeSandbox, call, items, workers=workers, image=None))
+        results = (t for _, t in fan_out(ray, _NodeSandbox, call, items, workers=workers))
     else:
         pool = ThreadPoolExecutor(max_workers=max(1, workers))
         results = (f.result() for f in as_completed([pool.submit(call, sandbox, r) for r in todo]))

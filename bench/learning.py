@@ -348,10 +348,8 @@ def main() -> int:
         ("base", None),
         ("sft", sft_dir),
         ("sft+grpo", finals[a.lr]),
-        ("sft+grpo lr=0", finals.get(0.0)),
+        ("sft+grpo lr=0", finals.get(0.0, sft_dir)),  # (not run: lr=0 leaves SFT's weights as they are)
     ):
-        if arm == "sft+grpo lr=0" and model_dir is None:
-            model_dir = sft_dir  # lr=0 leaves SFT's weights as they are
         digest = weights_digest(model_dir) if model_dir else "base"
         if digest in first:
             notes.append(

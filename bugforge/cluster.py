@@ -61,7 +61,7 @@ class _Host:
         self.worker, self.error = None, None  # a worker that cannot start says why at its first call
         try:
             if image:
-                _require_image(image)
+                require_image(image)
             self.worker = make()
         except Exception as e:
             self.error = e
@@ -82,7 +82,7 @@ class _Host:
             close()
 
 
-def _require_image(image: str) -> None:
+def require_image(image: str) -> None:
     import docker.errors
 
     from bugforge.engine import client

@@ -94,7 +94,7 @@ def build_environment(
     ships too little of its test suite to build (most test files uncollectable, or none) is built from the
     repository its PKG-INFO names, at the release's tag, when that tag exists; the record says so."""
     try:
-        return _build(source, commit, recipe_path, out, runs, (timeout, test_limit), force, log)
+        return _build(source, commit, recipe_path, out, runs, timeout, test_limit, force, log)
     except BugforgeError as e:
         incomplete = "cannot be collected after repair" in e.what or e.what.startswith("no tests found")
         url = repository_url(_staging(out, source, commit) / "repo") if source.startswith("pypi:") else None
@@ -105,7 +105,7 @@ def build_environment(
             e.fix = f"{e.fix} (no tag of release {source.split('==', 1)[1]} found in {url})"
             raise
         log(f"acquire: the sdist's tests cannot run ({e.what[:120]}); building {url} at tag {tag} instead")
-        rec, reused = _build(url, tag, recipe_path, out, runs, (timeout, test_limit), force, log)
+        rec, reused = _build(url, tag, recipe_path, out, runs, timeout, test_limit, force, log)
         return rec, reused
 
 
@@ -130,11 +130,11 @@ def _build(
     recipe_path: str | None,
     out: Path,
     runs: int,
-    limits: tuple[float, float],
+    timeout: float,
+    test_limit: float,
     force: bool,
     log: Log,
 ) -> tuple[EnvRecord, bool]:
-    timeout, test_limit = limits
     if runs < 2:
         raise BugforgeError(
             f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
@@ -276,13 +276,13 @@ def baseline(
     raw_cov = None
     for i in range(runs):
         t0 = time.monotonic()
-        run, cov = _run(image, recipe, (timeout, test_limit), log, coverage=(i == 0))
+        run, cov = _run(image, recipe, timeout, test_limit, log, coverage=(i == 0))
         if i == 0 and not run.outcomes and _plugin_missing(run) and "addopts=" not in recipe.pytest_args:
             # A plugin the configuration needs could not be installed: neutralise addopts, say so.
             log("baseline: pytest rejected the configured addopts (missing plugin); retrying with -o addopts=")
             recipe.pytest_args += ["-o", "addopts="]
             recipe.notes.append("pytest: addopts neutralised (-o addopts=): a plugin it needs could not be installed")
-            run, cov = _run(image, recipe, (timeout, test_limit), log, coverage=True)
+            run, cov = _run(image, recipe, timeout, test_limit, log, coverage=True)
         if i == 0:
             raw_cov = cov
         log(
@@ -304,7 +304,7 @@ def baseline(
     testmap = TestMap.from_coverage(raw_cov or {})
     # one more run, watching which tests look up which methods (a removed method selects those tests)
     t0 = time.monotonic()
-    look, raw_lookups = _run(image, recipe, (timeout, test_limit), log, lookups=True)
+    look, raw_lookups = _run(image, recipe, timeout, test_limit, log, lookups=True)
     unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
     log(
         f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
@@ -314,11 +314,10 @@ def baseline(
     return tests, statistics.median(plain), testmap
 
 
-def _run(image: str, recipe: Recipe, limits: tuple[float, float], log: Log, **kw) -> tuple[TestRun, dict | None]:
-    """One baseline run of the suite (limits: the run's seconds, one test's CPU-seconds). A test past its
-    limit is deselected (a repair step in the recipe: it is never a label) and the run repeated, up to
-    EnvironmentConfig.hung_tests times."""
-    timeout, limit = limits[0], TestLimits(default=limits[1])
+def _run(image: str, recipe: Recipe, timeout: float, test_limit: float, log: Log, **kw) -> tuple[TestRun, dict | None]:
+    """One baseline run of the suite. A test past `test_limit` CPU-seconds is deselected (a repair step in
+    the recipe: it is never a label) and the run repeated, up to EnvironmentConfig.hung_tests times."""
+    limit = TestLimits(default=test_limit)
     while True:
         run, raw = run_tests(
             image, recipe.pytest_args, timeout=timeout, test_files=recipe.test_files, test_limit=limit, **kw

@@ -26,13 +26,13 @@ class _SessionHost:
     """The body of an actor: one in-process Runtime on its node, its sessions by id."""
 
     def __init__(self, instances: dict[str, dict], config, images: list[str]):
-        from bugforge.cluster import _require_image
+        from bugforge.cluster import require_image
         from bugforge.sandbox.runtime import Runtime
 
         self.runtime, self.error = Runtime(config, instances), None
         try:
             for image in images:
-                _require_image(image)
+                require_image(image)
         except BugforgeError as e:  # said by ready(), before any session
             self.error = e
 

@@ -196,7 +196,8 @@ def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: i
             warm = grader.grade(instance, patch, timeout=timeout)
             out[name] = {"warm": verdict(warm.status, warm.resolved)}
         for name, f in fresh.items():
-            out[name]["fresh"] = verdict(f.result().status, f.result().resolved)
+            g = f.result()
+            out[name]["fresh"] = verdict(g.status, g.resolved)
         for name, v in official.result().items():
             out[next(n for n in patches if slug[n] == name)]["eval_script"] = v
     return out

@@ -13,8 +13,8 @@ BUGFORGE_SELECT (a file of node ids to run; unset = all collected), BUGFORGE_TES
 test may take), BUGFORGE_TEST_LIMITS (`NODE ID<TAB>SECONDS` lines for slow tests), BUGFORGE_RUN_BUDGET
 (wall-seconds the run's tests may take together). Past a limit the run records a `timeout` event and
 exits with 124. A process still alive EXIT_GRACE seconds after its session finished (a non-daemon
-thread a test left running) exits with the session's status. docs/probe.md describes the design. Runs under the image's Python (3.9+): no bugforge
-imports, no newer syntax."""
+thread a test left running) exits with the session's status. docs/probe.md describes the design.
+Runs under the image's Python (3.9+): no bugforge imports, no newer syntax."""
 
 import json
 import os
