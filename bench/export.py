@@ -134,7 +134,7 @@ def run_one(src: Path, work: Path, limit: int | None, keep: bool) -> dict:
             remove_images([*old, *new.values()])
 
 
-CONFIG = ("Env", "Cmd", "WorkingDir", "Labels", "User", "Entrypoint")
+CONFIG = ("Env", "Cmd", "WorkingDir", "Labels", "User", "Entrypoint", "StopSignal")
 
 
 def main() -> None:

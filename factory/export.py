@@ -105,7 +105,7 @@ def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
         ["bash", "-c", "sleep infinity"],
         network_mode="none",
         labels={LABEL: "export"},
-        stop_signal="SIGKILL",
+        stop_signal="SIGKILL",  # committed into the image: see imagetar.docker_load
     )
     try:
         c.put_archive("/tmp", file_archive("bugforge-bug.diff", cand.patch.encode()))

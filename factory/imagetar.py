@@ -34,7 +34,9 @@ def docker_load(
                 tar.add(file, layer_name(diff_id))
         for tag, diff_id, data, why in images:
             container = dict(base_config["Config"])
-            container.update(WorkingDir="/testbed", Cmd=["bash"])
+            # a task image's containers stop at once, as a committed one's do: graders that end theirs with
+            # `docker stop` (SWE-bench's harness, 15 s grace) would wait out the grace on a `tail -f` main process
+            container.update(WorkingDir="/testbed", Cmd=["bash"], StopSignal="SIGKILL")
             container["Labels"] = {
                 **(container.get("Labels") or {}),
                 LABEL: "export",

@@ -165,10 +165,11 @@ def calc_files() -> dict[str, str]:
     return dict(CALC)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def calc_runs(base_image, tmp_path_factory) -> Path:
     """runs/ with a real environment record and a few task instances (images included) made by the
-    factory from a small repo: runs/calc/{env.json,testmap.json.gz,instances.jsonl,...}."""
+    factory from a small repo: runs/calc/{env.json,testmap.json.gz,instances.jsonl,...}. Built once per
+    session: no test changes it (`instances`, a fresh copy of its rows per module, is theirs to change)."""
     from bugforge.factory import build_environment
     from bugforge.factory.export import export
     from bugforge.factory.generate import generate

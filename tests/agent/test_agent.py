@@ -236,40 +236,30 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     }
     envs = find_environments(instances, calc_runs)
     assert len(envs) == 1 and envs[0][1] is not None
-    ds = tmp_path / "ds.jsonl"
-    ds.write_text("".join(json.dumps(r) + "\n" for r in instances))
-    for name, patches in cases.items():
-        preds = [{"instance_id": i, "model_name_or_path": name, "model_patch": p} for i, p in patches.items()]
-        pf = tmp_path / f"{name}.jsonl"
-        pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
-        fresh, _ = evaluate(instances, preds, run_id=f"f{name}", log_dir=tmp_path / "logs", report_dir=tmp_path)
-        warm, _ = evaluate(
-            instances, preds, run_id=f"w{name}", log_dir=tmp_path / "logs", report_dir=tmp_path, envs=envs
-        )
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "swebench.harness.run_evaluation",
-                "-d",
-                str(ds),
-                "-p",
-                str(pf),
-                "--run_id",
-                f"h{name}",
-                "--max_workers",
-                "2",
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert r.returncode == 0, r.stderr[-1500:]
-        theirs = json.loads((tmp_path / f"{name}.h{name}.json").read_text())
-        for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
-            assert fresh[key] == theirs[key], (name, key, fresh[key], theirs[key])
-            assert warm[key] == theirs[key], (name, key, warm[key], theirs[key])
+    # one run of each grader over every case: the rows under ids of their own (the same images)
+    rows = [{**r, "instance_id": f"{r['instance_id']}__{name}"} for name in cases for r in instances]
+    preds = [
+        {"instance_id": f"{i}__{name}", "model_name_or_path": "m", "model_patch": p}
+        for name, patches in cases.items()
+        for i, p in patches.items()
+    ]
+    ds, pf = tmp_path / "ds.jsonl", tmp_path / "preds.jsonl"
+    ds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    fresh, _ = evaluate(rows, preds, run_id="fresh", log_dir=tmp_path / "logs", report_dir=tmp_path)
+    warm, _ = evaluate(rows, preds, run_id="warm", log_dir=tmp_path / "logs", report_dir=tmp_path, envs=envs)
+    harness = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf)]
+    r = subprocess.run(
+        [*harness, "--run_id", "h", "--max_workers", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, r.stderr[-1500:]
+    theirs = json.loads((tmp_path / "m.h.json").read_text())
+    for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
+        assert fresh[key] == theirs[key], (key, fresh[key], theirs[key])
+        assert warm[key] == theirs[key], (key, warm[key], theirs[key])
+    assert set(theirs["resolved_ids"]) == {f"{i}__{n}" for n in ("gold", "gold_and_notes") for i in cases[n]} | {
+        f"{b['instance_id']}__mixed"
+    }
     # the notes file is seen by no test (the probe recorded what each test opens and lists): nothing ran
-    logs = list((tmp_path / "logs" / "wgold_and_notes").glob("*/*/test_output.txt"))
+    logs = list((tmp_path / "logs" / "warm").glob("*/*__gold_and_notes/test_output.txt"))
     assert len(logs) == 2 and all("warm grading: ran 0 of" in f.read_text() for f in logs)
