@@ -270,48 +270,54 @@ def baseline(
     log: Log = print,
 ) -> tuple[dict[str, TestOutcome], float, TestMap]:
     """Run the suite `runs` times (the first with per-test coverage); flag tests whose outcome differs.
-    Then once more watching method lookups (docs/environments.md, "Lookup map")."""
+    Then once more watching method lookups (docs/environments.md, "Lookup map"). The runs after the first
+    run only the tests that passed in it (a test failing at baseline is never a label, and tests that hang
+    without a network would cost their timeout in every run); the suite's time counts the others' first
+    durations."""
     seed_hypothesis(image, recipe, log)
     results: list[TestRun] = []
     raw_cov = None
+    rerun: list[str] | None = None  # what the runs after the first run (None: everything)
     for i in range(runs):
         t0 = time.monotonic()
-        run, cov = _run(image, recipe, timeout, test_limit, log, coverage=(i == 0))
+        run, cov = _run(image, recipe, timeout, test_limit, log, coverage=(i == 0), selection=rerun)
         if i == 0 and not run.outcomes and _plugin_missing(run) and "addopts=" not in recipe.pytest_args:
             # A plugin the configuration needs could not be installed: neutralise addopts, say so.
             log("baseline: pytest rejected the configured addopts (missing plugin); retrying with -o addopts=")
             recipe.pytest_args += ["-o", "addopts="]
             recipe.notes.append("pytest: addopts neutralised (-o addopts=): a plugin it needs could not be installed")
             run, cov = _run(image, recipe, timeout, test_limit, log, coverage=True)
-        if i == 0:
-            raw_cov = cov
         log(
             f"baseline: run {i + 1}/{runs}{' (with coverage)' if i == 0 else ''}: {len(run.outcomes)} tests, "
             f"{sum(o == 'passed' for o in run.outcomes.values())} passed, {time.monotonic() - t0:.1f} s"
         )
         _check_run(run, timeout)
+        if i == 0:
+            raw_cov = cov
+            passed = sorted(t for t, o in run.outcomes.items() if o == "passed")
+            rerun = passed if passed and len(passed) < len(run.outcomes) else None
         results.append(run)
-    ids = sorted(set().union(*(r.outcomes for r in results)))
+    first, later = results[0], results[1:]
+    ran_later = set(first.outcomes) if rerun is None else set(rerun)
     tests = {}
-    for t in ids:
-        seen = [r.outcomes.get(t, "missing") for r in results]
+    for t in sorted(set().union(*(r.outcomes for r in results))):
+        seen = [first.outcomes.get(t, "missing")] + [r.outcomes.get(t, "missing") for r in later if t in ran_later]
+        times = [r.durations[t] for r in results if t in r.durations]
         tests[t] = TestOutcome(
-            outcome=seen[0],
-            duration=round(statistics.mean(r.durations.get(t, 0.0) for r in results), 4),
-            flaky=len(set(seen)) > 1,
+            outcome=seen[0], duration=round(statistics.mean(times or [0.0]), 4), flaky=len(set(seen)) > 1
         )
-    plain = [r.wall for r in results[1:]]
+    left_out = sum(first.durations.get(t, 0.0) for t in first.outcomes if t not in ran_later)
     testmap = TestMap.from_coverage(raw_cov or {})
     # one more run, watching which tests look up which methods (a removed method selects those tests)
     t0 = time.monotonic()
-    look, raw_lookups = _run(image, recipe, timeout, test_limit, log, lookups=True)
-    unwatched = [t for t, o in tests.items() if look.outcomes.get(t) != o.outcome]
+    look, raw_lookups = _run(image, recipe, timeout, test_limit, log, lookups=True, selection=rerun)
+    unwatched = [t for t, o in tests.items() if t in ran_later and look.outcomes.get(t) != o.outcome]
     log(
         f"baseline: lookup run: {len(look.outcomes)} tests, {len(unwatched)} with another outcome, "
         f"{time.monotonic() - t0:.1f} s"
     )
     testmap.add_lookups(None if look.timed_out or not look.outcomes else raw_lookups, unwatched)
-    return tests, statistics.median(plain), testmap
+    return tests, statistics.median(r.wall for r in later) + left_out, testmap
 
 
 def _run(image: str, recipe: Recipe, timeout: float, test_limit: float, log: Log, **kw) -> tuple[TestRun, dict | None]:

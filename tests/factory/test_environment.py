@@ -231,19 +231,34 @@ def test_testmap_records_which_tests_notice_whole_files(base_image, tmp_path, ou
 
 
 def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out, git_repo, mini_files):
+    """A test whose outcome differs between baseline runs is flaky. The runs after the first run only the
+    tests that passed in it: a failing test is failing, not flaky, whatever it would do later."""
     files = dict(mini_files)
     files["tests/test_flaky.py"] = """
         import sys
 
 
         def test_depends_on_the_tracer():
-            # Passes in plain runs, fails under a tracer: its outcome differs between baseline runs.
+            # Passes under the first run's tracer (coverage), fails in the plain runs after it.
+            assert sys.gettrace() is not None
+
+
+        def test_fails_only_under_the_tracer():
             assert sys.gettrace() is None
         """
     repo = git_repo(tmp_path / "flaky", files)
-    rec, _ = build_environment(str(repo), out=out, log=lambda m: None)
+    lines = []
+    rec, _ = build_environment(str(repo), out=out, log=lines.append)
     assert rec.flaky == ["tests/test_flaky.py::test_depends_on_the_tracer"]
     assert "tests/test_flaky.py::test_depends_on_the_tracer" not in rec.passing
+    other = rec.tests["tests/test_flaky.py::test_fails_only_under_the_tracer"]
+    assert other.outcome == "failed" and not other.flaky
+    n = len(rec.tests)
+    assert [l.split(": ")[2].split(",")[0] for l in lines if l.startswith("baseline: run ")] == [
+        f"{n} tests",
+        f"{n - 1} tests",
+        f"{n - 1} tests",
+    ]
 
 
 def test_failing_install_names_the_step(base_image, tmp_path, out, git_repo, mini_files):
