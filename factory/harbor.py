@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
+from bugforge.factory.export import ExportConfig, export
 from bugforge.records import TaskInstance, from_dict, read_jsonl
 
 HARBOR_VERSION = "0.26.0"  # the release whose task format this writes (scripts/setup-harbor.sh pins it)
@@ -241,11 +242,10 @@ def export_harbor(
     *,
     limit: int | None = None,
     seed: int = 0,
+    method: str = ExportConfig.method,
     progress: Callable[[str, int, int], None] = lambda *a: None,
 ) -> HarborTasks:
-    """The normal export (rows and instance images, resumable), then a Harbor task per row, written
-    under `out` (default: the environment's harbor/ folder)."""
-    from bugforge.factory.export import export
-
-    rows = export(env_path, limit=limit, seed=seed, progress=progress)
+    """The normal export (rows and instance images made by `method`, resumable), then a Harbor task per
+    row, written under `out` (default: the environment's harbor/ folder)."""
+    rows = export(env_path, limit=limit, seed=seed, method=method, progress=progress)
     return write_tasks(rows, Path(out) if out else rows.parent / "harbor", limit=limit, progress=progress)

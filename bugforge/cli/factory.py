@@ -136,7 +136,7 @@ def cmd_export(a) -> int:
         from bugforge.factory.harbor import export_harbor
 
         with Bars() as bars:
-            done = export_harbor(a.env, a.out, limit=a.limit, progress=bars)
+            done = export_harbor(a.env, a.out, limit=a.limit, method=a.method, progress=bars)
         console.print(
             f"{len(done.tasks)} Harbor tasks in {done.out} ({done.written} files written, {done.unchanged} "
             f"already right); run them with `harbor run -p {done.out} -a oracle` (docs/harbor.md)"

@@ -106,6 +106,8 @@ def test_export_harbor_runs_with_harbor(harbor_runs, cli, harbor, tmp_path):
         str(out),
         "--limit",
         "2",
+        "--method",
+        "commit",  # (the images layers makes are the same: test_export)
     )
     r = cli(*export)
     assert r.returncode == 0, r.stderr + r.stdout
