@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bugforge.engine import client
+# One thread per torch process (this one and the servers and trainers the tests start): the tiny models
+# gain little from two, and with another process busy on a 2-core machine two spinning threads made a
+# GRPO test 10x slower (433 s against 44 s, docs/figures.md "Test suite").
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from bugforge.engine import client  # noqa: E402
 from bugforge.records import read_jsonl
 
 
