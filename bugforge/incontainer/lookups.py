@@ -1,9 +1,10 @@
 """The probe's method-lookup watching (a lookup run: BUGFORGE_LOOKUPS set, no coverage). As each class
 is built (builtins.__build_class__), its plain, static and class methods and properties (not dunder
-names) are replaced in the class __dict__ by descriptors that note the lookup in the Tracker's current
-context and give what the original gives; classes built plainly (by `type` or ABCMeta, no base with
-__init_subclass__) are noted too. Not watched: other metaclasses, bases defining __init_subclass__,
-methods a base declares abstract; dir(), vars() and __dict__ bypass the descriptors. docs/probe.md.
+names, nor test* ones, which pytest collects) are replaced in the class __dict__ by descriptors that
+note the lookup in the Tracker's current context and give what the original gives; classes built
+plainly (by `type` or ABCMeta, no base with __init_subclass__) are noted too. Not watched: other
+metaclasses, bases defining __init_subclass__, methods a base declares abstract; dir(), vars() and
+__dict__ bypass the descriptors. docs/probe.md.
 Python 3.9, standard library only."""
 
 import abc
@@ -94,6 +95,8 @@ class Watcher:
             kind = WATCH.get(type(value))
             if kind is None or (attr.startswith("__") and attr.endswith("__")) or attr in abstract:
                 continue
+            if attr.startswith("test"):  # pytest collects these from class dicts and warns on what is not a
+                continue  # function (a test helper's base class in a file not named test_*.py)
             key = "%s:%s.%s" % (rel, cls.__qualname__, attr)
             seen.setdefault("attr:" + key, set())
             type.__setattr__(cls, attr, kind(value, key, self.tracker.note))

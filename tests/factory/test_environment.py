@@ -261,6 +261,29 @@ def test_flaky_test_is_detected_and_never_passing(base_image, tmp_path, out, git
     ]
 
 
+def test_lookup_run_leaves_test_methods_of_helper_classes_alone(base_image, tmp_path, out, git_repo, mini_files):
+    """A test class whose test methods come from a helper module not named test_*.py (networkx's
+    historical_tests.py), under filterwarnings=error: the lookup run collects it as the plain runs do."""
+    files = dict(mini_files)
+    files["tests/checks.py"] = """
+        class Checks:
+            def test_inherited(self):
+                assert self.value() == 1
+
+            def value(self):
+                return 1
+        """
+    files["tests/test_inherit.py"] = "from checks import Checks\n\n\nclass TestInherit(Checks):\n    pass\n"
+    files["pytest.ini"] = "[pytest]\nfilterwarnings =\n    error\n"
+    lines = []
+    rec, _ = build_environment(str(git_repo(tmp_path / "helper", files)), out=out, log=lines.append)
+    assert "tests/test_inherit.py::TestInherit::test_inherited" in rec.passing
+    look = [l.rsplit(", ", 1)[0] for l in lines if l.startswith("baseline: lookup run")]
+    assert look == [f"baseline: lookup run: {len(rec.tests)} tests, 0 with another outcome"], look
+    tm = TestMap.load(Path(rec.testmap))
+    assert tm.lookups is not None and not tm.unwatched
+
+
 def test_failing_install_names_the_step(base_image, tmp_path, out, git_repo, mini_files):
     files = dict(mini_files)
     files["requirements-test.txt"] = "this-package-does-not-exist-bugforge==0.0.1\n"
