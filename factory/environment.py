@@ -277,7 +277,7 @@ def baseline(
     seed_hypothesis(image, recipe, log)
     results: list[TestRun] = []
     raw_cov = None
-    rerun: list[str] | None = None  # what the runs after the first run (None: everything)
+    rerun: list[str] | None = None  # the tests the runs after the first run (None: all of them)
     for i in range(runs):
         t0 = time.monotonic()
         run, cov = _run(image, recipe, timeout, test_limit, log, coverage=(i == 0), selection=rerun)
