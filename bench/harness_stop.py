@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 from bugforge.engine import client
 from bugforge.records import read_jsonl
+from bugforge.sandbox.redteam import harness
 
 
 def retag(image: str, signal: str) -> str:
@@ -26,20 +22,6 @@ def retag(image: str, signal: str) -> str:
     tag = f"bugforge/bench-stop:{signal.lower()}-{image.split(':')[-1]}"
     client().images.build(fileobj=io.BytesIO(f"FROM {image}\nSTOPSIGNAL {signal}\n".encode()), tag=tag, rm=True)
     return tag
-
-
-def harness(rows: list[dict], work: Path, workers: int) -> tuple[float, list[str]]:
-    data = work / "rows.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cmd = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(data), "-p", "gold"]
-    t0 = time.monotonic()
-    r = subprocess.run(
-        [*cmd, "--run_id", "stop", "--max_workers", str(workers)], cwd=work, capture_output=True, text=True
-    )
-    secs = time.monotonic() - t0
-    if r.returncode:
-        raise SystemExit(f"the harness failed: {r.stderr[-1500:]}")
-    return secs, json.loads((work / "gold.stop.json").read_text())["resolved_ids"]
 
 
 def main() -> None:
@@ -54,9 +36,10 @@ def main() -> None:
         for signal in ("SIGTERM", "SIGKILL"):
             copies = [{**r, "image": retag(r["image"], signal)} for r in rows]
             made += [r["image"] for r in copies]
-            with tempfile.TemporaryDirectory() as work:
-                secs, resolved = harness(copies, Path(work), a.workers)
-            assert sorted(resolved) == sorted(r["instance_id"] for r in rows), (signal, resolved)
+            t0 = time.monotonic()
+            verdicts = harness(copies, {r["instance_id"]: r["patch"] for r in copies}, workers=a.workers)
+            secs = time.monotonic() - t0
+            assert set(verdicts.values()) == {"RESOLVED"}, (signal, verdicts)
             times[signal] = secs
             print(f"{signal}: {len(rows)} gold patches resolved in {secs:.1f} s ({secs / len(rows):.2f} s each)")
     finally:
