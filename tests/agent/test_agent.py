@@ -4,7 +4,6 @@ Real sandboxes, real model servers (a tiny model built here), real harness."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -218,7 +217,7 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_mo
 # --- our evaluator == the official harness ----------------------------------------------------------
 
 
-def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
+def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, swebench_harness, tmp_path):
     """Both of our isolation modes (warm: a shared guarded container of the environment image running
     only the tests that can see the change; fresh: a container of the instance image per prediction)
     give the official harness's id lists."""
@@ -243,17 +242,9 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
         for name, patches in cases.items()
         for i, p in patches.items()
     ]
-    ds, pf = tmp_path / "ds.jsonl", tmp_path / "preds.jsonl"
-    ds.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
     fresh, _ = evaluate(rows, preds, run_id="fresh", log_dir=tmp_path / "logs", report_dir=tmp_path)
     warm, _ = evaluate(rows, preds, run_id="warm", log_dir=tmp_path / "logs", report_dir=tmp_path, envs=envs)
-    harness = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf)]
-    r = subprocess.run(
-        [*harness, "--run_id", "h", "--max_workers", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=900
-    )
-    assert r.returncode == 0, r.stderr[-1500:]
-    theirs = json.loads((tmp_path / "m.h.json").read_text())
+    theirs = swebench_harness(rows, preds, tmp_path)
     for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
         assert fresh[key] == theirs[key], (key, fresh[key], theirs[key])
         assert warm[key] == theirs[key], (key, warm[key], theirs[key])

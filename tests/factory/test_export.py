@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from bugforge.factory.generate import generate
 from bugforge.records import read_jsonl
 
 
-def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
+def test_swebench_harness_agrees_with_our_export(calc_env, swebench_harness, tmp_path):
     """Gold patches resolve, empty ones are empty_patch_ids, a no-op is unresolved: one harness run over
     three copies of the rows (the same images under ids of their own)."""
     from bugforge.engine import client
@@ -36,30 +34,17 @@ def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
         assert len(rows) == 4
         note = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+hello\n"
         kinds = {"gold": None, "empty": "", "noop": note}
-        ds, preds = tmp_path / "all.jsonl", tmp_path / "preds.jsonl"
-        ds.write_text(
-            "".join(json.dumps({**r, "instance_id": f"{r['instance_id']}__{k}"}) + "\n" for k in kinds for r in rows)
-        )
-        preds.write_text(
-            "".join(
-                json.dumps(
-                    {
-                        "instance_id": f"{r['instance_id']}__{k}",
-                        "model_name_or_path": "m",
-                        "model_patch": r["patch"] if p is None else p,
-                    }
-                )
-                + "\n"
-                for k, p in kinds.items()
-                for r in rows
-            )
-        )
-        cmd = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(preds)]
-        r = subprocess.run(
-            [*cmd, "--run_id", "t", "--max_workers", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=900
-        )
-        assert r.returncode == 0, r.stderr[-2000:]
-        report = json.loads((tmp_path / "m.t.json").read_text())
+        copies = [{**r, "instance_id": f"{r['instance_id']}__{k}"} for k in kinds for r in rows]
+        preds = [
+            {
+                "instance_id": f"{r['instance_id']}__{k}",
+                "model_name_or_path": "m",
+                "model_patch": r["patch"] if p is None else p,
+            }
+            for k, p in kinds.items()
+            for r in rows
+        ]
+        report = swebench_harness(copies, preds, tmp_path)
         ids = lambda k: sorted(f"{r['instance_id']}__{k}" for r in rows)  # noqa: E731
         assert report["resolved_ids"] == ids("gold")
         assert report["empty_patch_ids"] == ids("empty")
