@@ -1,9 +1,11 @@
 """A persistent bash inside a container, over one open exec stream with a terminal: state (cwd,
 variables, functions) survives between commands, a command costs one write and one read on an open
 socket, and a command that runs too long is interrupted with ^C like a person would — the shell
-stays. If ^C does not stop it, the session's other processes are killed; if even that fails, or the
+stays. If ^C does not stop it within INTERRUPT_GRACE seconds, the session's other processes are killed
+(found through /proc: images without procps work too); if even that fails within KILL_GRACE, or the
 command starved for processes, the container's processes are all killed (files stay) and a new shell
-starts. Job control is off (`set +m`). See docs/sandbox.md."""
+starts. Whichever way it ends, a command past its timeout returns soon after it, saying `timed_out`.
+Job control is off (`set +m`). See docs/sandbox.md."""
 
 from __future__ import annotations
 
@@ -17,6 +19,13 @@ from bugforge.stream import ExecStream, StreamClosed
 
 FORK_FAILED = re.compile(r"\bfork: (retry: )?Resource temporarily unavailable")  # bash's, sh's words
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+INTERRUPT_GRACE = 1.0  # seconds a command has to stop after ^C before its processes are killed
+KILL_GRACE = 2.0  # seconds after the kill before the shell itself is given up (and restarted)
+# every process of session SID but the shell: /proc/PID/stat's 6th field (4th after "comm) ") is the session
+KILL_SESSION = (
+    'for d in /proc/[0-9]*; do s=$(cat "$d/stat" 2>/dev/null) || continue; set -- ${s##*) }; '
+    'p=${d#/proc/}; [ "$4" = "{sid}" ] && [ "$p" != "{sid}" ] && kill -9 "$p" 2>/dev/null; done; true'
+)
 SETUP = "stty -echo -onlcr -icanon min 1; set +m; PS1=''; PS2=''; PROMPT_COMMAND=''; unset HISTFILE; set +o history; echo \"$$\""
 
 
@@ -78,7 +87,8 @@ class Shell:
             code = self.stream.exit_code()
             self.close()
             what = f"the shell exited ({e}); a new one was started in {self.workdir}"
-            if "could not be stopped" in str(e):  # e.g. a fork bomb whose jobs hold every pid
+            stuck = "could not be stopped" in str(e)  # past its timeout (or runaway), e.g. a fork bomb
+            if stuck:
                 self._kill_everything()
                 what = f"{e}: every process in the sandbox was killed (files are kept); a new shell was started"
             try:
@@ -86,7 +96,13 @@ class Shell:
             except (TimeoutError, StreamClosed, OSError):
                 self._kill_everything()
                 self._open()
-            return RunResult(what, code, seconds=time.monotonic() - t0, shell_restarted=True)
+            return RunResult(
+                what,
+                code,
+                timed_out=stuck and time.monotonic() > t0 + timeout,
+                seconds=time.monotonic() - t0,
+                shell_restarted=True,
+            )
         if out.endswith("\n") and (timed_out or rc is None):
             out = out[:-1]  # the newline that ^C left
         starved = "Resource temporarily unavailable" in out  # the words of fork() failing (and of EAGAIN)
@@ -110,7 +126,8 @@ class Shell:
 
     def _collect(self, mark: str, deadline: float) -> tuple[str, int | None, bool, bool]:
         """Read until `mark`; keep the first `output_cap` bytes. Past the deadline (or past `runaway`
-        bytes of output): ^C; 5 s later: kill the process group; 5 s later: give up on this shell."""
+        bytes of output): ^C; INTERRUPT_GRACE later: kill the session's processes; KILL_GRACE later: give
+        up on this shell."""
         key = f"\n{mark} ".encode()
         head, total = bytearray(), 0
         truncated = timed_out = False
@@ -138,10 +155,10 @@ class Shell:
             now = time.monotonic()
             if phase == "run" and (total > self.runaway or now > deadline):
                 truncated, timed_out = total > self.runaway, now > deadline
-                recovery, phase, deadline = self._interrupt(), "interrupted", now + 5
+                recovery, phase, deadline = self._interrupt(), "interrupted", now + INTERRUPT_GRACE
             elif now > deadline and phase == "interrupted":
                 self._kill_foreground()
-                phase, deadline = "killed", now + 5
+                phase, deadline = "killed", now + KILL_GRACE
             elif now > deadline:
                 raise StreamClosed("the command could not be stopped")
             try:
@@ -157,13 +174,13 @@ class Shell:
         return recovery
 
     def _kill_foreground(self) -> None:
-        """For commands that ignore ^C: kill every process of the shell's session except the shell."""
+        """For commands that ignore ^C: kill every process of the shell's session except the shell. Read
+        from /proc, not with pgrep: slim images (python:3.11-slim) have no procps, and there the kill
+        silently did nothing. A failure here is not raised: the caller gives up on the shell KILL_GRACE
+        later and restarts it, which needs no exec."""
         try:
-            self.container.exec_run(
-                ["bash", "-c", f"for p in $(pgrep -s {self.pid}); do [ $p != {self.pid} ] && kill -9 $p; done"],
-                user="root",
-            )
-        except Exception:
+            self.container.exec_run(["bash", "-c", KILL_SESSION.replace("{sid}", str(self.pid))], user="root")
+        except Exception:  # noqa: BLE001 (stated above: the restart that follows handles it)
             pass
 
     def _kill_everything(self) -> None:
