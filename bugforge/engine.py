@@ -1,10 +1,20 @@
-"""The Docker engine: connect to it, and diagnose it when it is missing (`bugforge doctor`)."""
+"""The Docker engine: connect to it, diagnose it when it is missing (`bugforge doctor`), and own containers.
+
+Ownership (docs/sandbox.md, "Who removes a container"): every long-lived container bugforge starts
+carries `owner_labels()`: the host, the process id and that process's start time. `remove_orphans()`
+is the one clean-up routine every component calls (sandbox runtime and service, workbench): it removes
+a bugforge container only when its owner is provably gone (same host, and no such process, or a
+process of that id that started at another time). A container of a live process, of another host, or
+without owner labels is never touched, so starting or stopping one bugforge process never removes
+another live process's containers."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
+import socket
 
 import docker
 import docker.errors
@@ -14,6 +24,9 @@ from bugforge.errors import BugforgeError
 SETUP_HINT = "start one with `sudo bash scripts/setup-engine.sh` (installs Debian's docker.io and runs dockerd)"
 MIN_FREE_GB = 5.0
 LABEL = "bugforge"  # every container bugforge starts carries this label, so orphans can be found
+OWNER_HOST, OWNER_PID, OWNER_START = "bugforge.host", "bugforge.pid", "bugforge.pid-start"
+HOST = socket.gethostname()
+log = logging.getLogger("bugforge.engine")
 
 
 @functools.cache
@@ -24,10 +37,11 @@ def client(timeout: int = 300) -> docker.DockerClient:
         c.ping()
         return c
     except docker.errors.DockerException as e:
-        raise BugforgeError(f"no Docker engine answers ({_short(e)})", SETUP_HINT) from None
+        raise BugforgeError(f"no Docker engine answers ({error_line(e)})", SETUP_HINT) from None
 
 
-def _short(e: Exception) -> str:
+def error_line(e: Exception) -> str:
+    """An exception's first line, short enough for a one-line message."""
     text = str(e).splitlines()[0] if str(e) else type(e).__name__
     return text[:160]
 
@@ -51,3 +65,66 @@ def require_disk(need_gb: float, what: str) -> None:
             f"only {have:.1f} GB free for Docker images, {what} needs about {need_gb:.1f} GB",
             "free disk space (e.g. `docker system prune`) and try again",
         )
+
+
+def process_start(pid: int) -> str:
+    """When process `pid` started (clock ticks after boot, /proc/PID/stat field 22); "" when there is no
+    such process (or no /proc to ask)."""
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read().decode(errors="replace")
+    except OSError:
+        return ""
+    fields = stat.rsplit(")", 1)[-1].split()  # the command name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else ""
+
+
+def owner_labels() -> dict[str, str]:
+    """The labels that name this process as a container's owner (host, pid, the pid's start time)."""
+    pid = os.getpid()
+    return {OWNER_HOST: HOST, OWNER_PID: str(pid), OWNER_START: process_start(pid)}
+
+
+def owner_gone(labels: dict[str, str]) -> bool:
+    """Whether the process that owns a container with these labels is provably gone: it was on this host,
+    and its pid is not running, or runs a process that started at another time (the pid was reused).
+    False when the labels name no owner or another host: such a container is not ours to judge."""
+    if labels.get(OWNER_HOST) != HOST:
+        return False
+    try:
+        pid = int(labels.get(OWNER_PID) or 0)
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    started = process_start(pid)
+    if not started:
+        return os.path.isdir("/proc")  # no such process (without /proc nothing is provable)
+    return bool(labels.get(OWNER_START)) and labels[OWNER_START] != started
+
+
+def remove_orphans(kind: str | None = None) -> int:
+    """Remove the bugforge containers (of label value `kind`, or any) whose owner is gone (owner_gone);
+    returns how many. Never touches a live process's containers. A container another process removes
+    first is skipped; any other engine error is logged, and the rest are still tried."""
+    label = f"{LABEL}={kind}" if kind else LABEL
+    n = 0
+    for c in client().containers.list(
+        all=True, filters={"label": [label, f"{OWNER_HOST}={HOST}"]}, ignore_removed=True
+    ):
+        if owner_gone(c.labels):
+            n += remove_container(c)
+    return n
+
+
+def remove_container(c) -> bool:
+    """Force-remove container `c`; False when it was already gone or being removed (another process's
+    clean-up got there first). Any other engine error is logged, not raised: clean-up goes on."""
+    try:
+        c.remove(force=True)
+        return True
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as e:
+        if e.status_code != 409:  # 409: a removal already under way
+            log.warning("cannot remove container %s: %s", c.short_id, error_line(e))
+        return False

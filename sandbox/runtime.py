@@ -4,11 +4,22 @@ client (sandbox/client.py) offers, so an agent or trainer switches between them 
 A session is one container from a task-instance image (or any image with the repo at /testbed):
 network none, memory/CPU/pids limits, a non-root user where the image has one, labelled so orphans can
 be found. Commands go to a persistent shell (sandbox/shell.py); file operations go through a separate
-exec as the session's user, confined to the workspace (bugforge/incontainer/files.py). See docs/sandbox.md."""
+exec as the session's user, confined to the workspace (bugforge/incontainer/files.py). See docs/sandbox.md.
+
+Ownership: every container carries bugforge.engine.owner_labels() (host, pid, the pid's start time) and
+this Runtime's own id. `shutdown` removes this Runtime's containers only; `remove_orphans` is
+bugforge.engine.remove_orphans: containers whose owning process is gone. Neither touches a container
+of another live process or of another Runtime in this one.
+
+Errors: an engine or stream failure inside a session (its container removed under it, the engine gone)
+is raised as one BugforgeError line naming the session; an unknown session id raises NoSession (a
+KeyError); an image the engine does not have is an error, never a pull."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import secrets
 import threading
 import time
@@ -16,14 +27,47 @@ from dataclasses import dataclass, field
 
 import docker.errors
 
+from bugforge import engine
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
 from bugforge.sandbox.shell import RunResult, Shell
+from bugforge.stream import StreamClosed
 from bugforge.testing.testrun import PACKAGE, tools_archive
 from bugforge.testing.testrun import PROBE_DIR as TOOLS
 
 ROLE = "bugforge.role"
 OWNER = "bugforge.owner"
+RUNTIME = "bugforge.runtime"  # the id of the Runtime that started a container (what its shutdown removes)
+log = logging.getLogger("bugforge.sandbox")
+
+
+class NoSession(KeyError):
+    """No open session of that id in this runtime (the service answers 404 for this, and only this)."""
+
+    def __init__(self, session_id: str):
+        super().__init__(session_id)
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        return f"no session {self.session_id}"
+
+
+@contextlib.contextmanager
+def _engine_errors(session_id: str, what: str):
+    """Turn an engine or stream failure inside a session into one BugforgeError line."""
+    try:
+        yield
+    except docker.errors.NotFound:
+        raise BugforgeError(
+            f"session {session_id}: {what} failed: its container is gone (removed outside this session)",
+            "create a new session",
+        ) from None
+    except (docker.errors.DockerException, StreamClosed, OSError) as e:
+        raise BugforgeError(
+            f"session {session_id}: {what} failed: {engine.error_line(e)}", "create a new session"
+        ) from None
+
+
 DIFF_EXCLUDES = ["*.pyc", "__pycache__", ".pytest_cache", "*.egg-info", ".coverage"]
 
 
@@ -49,7 +93,8 @@ class SandboxConfig:
     pool_idle_s: float = 600.0
     """A pooled container unused this long is removed."""
     owner: str = "sandbox"
-    """Label value that marks this runtime's containers (for orphan clean-up)."""
+    """A free label value (bugforge.owner) to find a runtime's containers by; clean-up does not use it
+    (ownership is the process: bugforge.engine.owner_labels)."""
 
 
 @dataclass
@@ -69,12 +114,16 @@ class Session:
 
     # --- commands ---------------------------------------------------------------------------
     def run(self, command: str, timeout: float | None = None) -> RunResult:
-        with self.lock:
+        with self.lock, _engine_errors(self.id, "the command"):
             self.last_used = time.time()
             return self.shell.run(command, timeout or self.config.command_timeout)
 
     # --- files (confined to the workspace) ----------------------------------------------------
     def _files(self, **req) -> dict:
+        with _engine_errors(self.id, f"file {req.get('op')}"):
+            return self._files_call(req)
+
+    def _files_call(self, req: dict) -> dict:
         self.last_used = time.time()
         req.setdefault("root", self.config.workdir)
         cmd = ["python3", f"{TOOLS}/{PACKAGE}/files.py"]
@@ -125,7 +174,8 @@ class Session:
             f"git add -A -- . {excl} && git diff --cached --binary {self.base_commit}; rc=$?; "
             "rm -f $GIT_INDEX_FILE; exit $rc"
         )
-        code, out = self.container.exec_run(["bash", "-c", script], user=self.user)
+        with _engine_errors(self.id, "diff"):
+            code, out = self.container.exec_run(["bash", "-c", script], user=self.user)
         if code != 0:
             raise BugforgeError(f"diff failed in session {self.id}: {out.decode(errors='replace')[-300:]}")
         return out.decode(errors="replace")
@@ -149,10 +199,7 @@ class Session:
         try:
             self.shell.close()
         finally:
-            try:
-                self.container.remove(force=True)
-            except docker.errors.APIError:
-                pass
+            engine.remove_container(self.container)
 
 
 def _demux(data: bytes) -> bytes:
@@ -184,12 +231,18 @@ class Runtime:
         self.pool: dict[str, list[_Warm]] = {}
         self.lock = threading.Lock()
         self._tools = tools_archive()
+        self.id = secrets.token_hex(6)
+        self._swept = False  # whether the first start removed dead processes' containers yet
 
     # --- containers -----------------------------------------------------------------------------
     def _start(self, image: str) -> _Warm:
         cfg = self.config
-        try:
-            c = client().containers.run(
+        if not self._swept:  # a killed run's containers go once a later one starts (never a live one's)
+            self._swept = True
+            engine.remove_orphans()
+        labels = {LABEL: "session", ROLE: "session", OWNER: cfg.owner, RUNTIME: self.id, **engine.owner_labels()}
+        try:  # create, then start: `containers.run` would pull an image the engine lacks
+            c = client().containers.create(
                 image,
                 ["sleep", "infinity"],
                 detach=True,
@@ -198,16 +251,20 @@ class Runtime:
                 memswap_limit=cfg.mem_limit,
                 nano_cpus=int(cfg.cpus * 1e9),
                 pids_limit=cfg.pids_limit,
-                labels={LABEL: "session", ROLE: "session", OWNER: cfg.owner},
+                labels=labels,
                 working_dir=cfg.workdir,
                 stop_signal="SIGKILL",
                 init=False,
             )
         except docker.errors.ImageNotFound:
-            raise BugforgeError(f"image {image} is not present", "build it (bugforge factory export) or pull it")
+            raise BugforgeError(
+                f"image {image!r} is not in the local engine (sessions never pull images)",
+                "build it (bugforge factory export), or `docker pull`/`docker load` it first",
+            ) from None
         except docker.errors.APIError as e:
-            raise BugforgeError(f"cannot start a container from {image}: {e.explanation or e}")
+            raise BugforgeError(f"cannot start a container from {image!r}: {e.explanation or e}") from None
         try:
+            c.start()
             c.put_archive(TOOLS.rsplit("/", 1)[0], self._tools)
             code, out = c.exec_run(
                 [
@@ -228,8 +285,10 @@ class Runtime:
                 )
             shell = Shell(c, user=user, workdir=cfg.workdir, output_cap=cfg.output_cap)
             return _Warm(c, shell, user, base)
-        except Exception:
-            c.remove(force=True)
+        except BaseException as e:
+            engine.remove_container(c)
+            if isinstance(e, (docker.errors.DockerException, StreamClosed)):
+                raise BugforgeError(f"cannot start a session from {image!r}: {engine.error_line(e)}") from None
             raise
 
     def create(self, image: str | None = None, instance_id: str | None = None) -> Session:
@@ -261,7 +320,7 @@ class Runtime:
     def get(self, session_id: str) -> Session:
         s = self.sessions.get(session_id)
         if s is None:
-            raise KeyError(session_id)
+            raise NoSession(session_id)
         return s
 
     def close(self, session_id: str) -> None:
@@ -283,10 +342,14 @@ class Runtime:
         threading.Thread(target=self._safe_warm, args=(image,), daemon=True).start()
 
     def _safe_warm(self, image: str) -> None:
+        """The pool's refill in the background: a failure is logged (the next create starts a container
+        of its own and says what is wrong, if it still is)."""
         try:
             self.warm(image)
+        except BugforgeError as e:
+            log.warning("warm pool for %s not refilled: %s", image, e.line())
         except Exception:
-            pass
+            log.exception("warm pool for %s not refilled", image)
 
     def reap(self, session_ttl: float | None = None) -> list[str]:
         """Close sessions idle longer than `session_ttl` and pooled containers past pool_idle_s."""
@@ -300,34 +363,28 @@ class Runtime:
             stale = [(img, w) for img, ws in self.pool.items() for w in ws if now - w.born > self.config.pool_idle_s]
             for img, w in stale:
                 self.pool[img].remove(w)
-        for _, w in stale:
-            w.shell.close()
-            w.container.remove(force=True)
+        self._discard(w for _, w in stale)
         return closed
 
-    def remove_orphans(self) -> int:
-        """Remove containers this runtime's owner label marks but that no live session or pool entry holds."""
-        live = {s.container.id for s in self.sessions.values()} | {
-            w.container.id for ws in self.pool.values() for w in ws
-        }
-        n = 0
-        for c in client().containers.list(
-            all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={self.config.owner}"]}, ignore_removed=True
-        ):
-            if c.id not in live:
-                try:
-                    c.remove(force=True)
-                    n += 1
-                except docker.errors.APIError:
-                    pass
-        return n
+    @staticmethod
+    def remove_orphans() -> int:
+        """Remove bugforge containers whose owning process is gone (bugforge.engine.remove_orphans, the one
+        clean-up routine); never a live process's, this one's included. Returns how many."""
+        return engine.remove_orphans()
+
+    def _discard(self, warm) -> None:
+        for w in warm:
+            w.shell.close()
+            engine.remove_container(w.container)
 
     def shutdown(self) -> None:
+        """Close this runtime's sessions and pool, and remove any other container it started (one a failed
+        start left); containers of other runtimes and processes stay."""
         for sid in list(self.sessions):
             self.close(sid)
         with self.lock:
             pooled = [w for ws in self.pool.values() for w in ws]
             self.pool.clear()
-        for w in pooled:
-            w.shell.close()
-            w.container.remove(force=True)
+        self._discard(pooled)
+        for c in client().containers.list(all=True, filters={"label": f"{RUNTIME}={self.id}"}, ignore_removed=True):
+            engine.remove_container(c)

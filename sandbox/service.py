@@ -1,11 +1,14 @@
 """The sandbox as a service: FastAPI over the in-process Runtime. Bearer-token auth, a request-size
-limit, OpenAPI at /openapi.json. On start and on shutdown it removes containers it labelled and does
-not track (so a killed service leaves nothing behind once restarted); idle sessions are closed after
-their TTL. `bugforge sandbox serve` runs it."""
+limit, OpenAPI at /openapi.json. On start and on shutdown it removes the bugforge containers whose owning
+process is gone (bugforge.engine.remove_orphans: a killed service's, once one is started again), never a
+live process's; on shutdown it also closes its own sessions. Idle sessions are closed after their TTL;
+a failure of that reaper is logged and the reaper goes on. Errors: an unknown session id is 404 (and
+only that), a BugforgeError 400 with its one line. `bugforge sandbox serve` runs it."""
 
 from __future__ import annotations
 
 import hmac
+import logging
 import threading
 import time
 from dataclasses import asdict
@@ -16,9 +19,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from bugforge.errors import BugforgeError
-from bugforge.sandbox.runtime import Runtime
+from bugforge.sandbox.runtime import NoSession, Runtime
 
 MAX_TEXT = 4_000_000
+log = logging.getLogger("bugforge.sandbox")
 
 
 class CreateRequest(BaseModel):
@@ -78,23 +82,25 @@ def create_app(
     async def user_error(request: Request, e: BugforgeError):
         return JSONResponse({"detail": e.line()}, status_code=400)
 
-    @app.exception_handler(KeyError)
-    async def missing(request: Request, e: KeyError):
-        return JSONResponse({"detail": f"no session {e.args[0] if e.args else ''}"}, status_code=404)
+    @app.exception_handler(NoSession)
+    async def missing(request: Request, e: NoSession):
+        return JSONResponse({"detail": str(e)}, status_code=404)
 
     def reaper():
         while not stop.wait(reap_every):
             try:
                 runtime.reap(session_ttl)
-            except Exception:
-                pass
+            except Exception:  # logged; the reaper must outlive one failed round (the engine restarting)
+                log.exception("sandbox service: closing idle sessions failed; retrying in %s s", reap_every)
 
     @app.on_event("startup")
     def startup() -> None:
         import anyio.to_thread
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = 512  # sessions block on their shells
-        runtime.remove_orphans()
+        n = runtime.remove_orphans()
+        if n:
+            log.warning("sandbox service: removed %d container(s) whose process is gone", n)
         threading.Thread(target=reaper, daemon=True).start()
 
     @app.on_event("shutdown")

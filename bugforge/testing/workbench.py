@@ -5,15 +5,13 @@ server; docs/test-selection.md what the preloaded server is for."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import docker.errors
 
-from bugforge.engine import LABEL, client
+from bugforge import engine
+from bugforge.engine import LABEL, OWNER_HOST, OWNER_PID, client
 from bugforge.incontainer.protocol import Request, Response
 from bugforge.records import TestLimits, TestRun
 from bugforge.stream import ExecStream, StreamClosed
@@ -29,8 +27,7 @@ from bugforge.testing.tools import (
     tools_archive,
 )
 
-OWNER_HOST, OWNER_PID = "bugforge.host", "bugforge.pid"  # a workbench's owner: host and process
-HOST = socket.gethostname()
+__all__ = ["OWNER_HOST", "OWNER_PID", "RESTORE", "SNAPSHOT", "Workbench"]  # owner labels: bugforge.engine
 IGNORED = "/var/lib/bugforge-ignored"  # the ignored files the tree had when the container started
 # file by file, into ignored directories too: a new file in a directory that was there at the start goes
 IGNORED_NOW = "git -c core.quotePath=false ls-files -o -i --exclude-standard"
@@ -100,19 +97,9 @@ class Workbench:
 
     @staticmethod
     def remove_orphans() -> int:
-        """Remove workbenches whose process died without closing them (a killed `factory generate`)."""
-        n = 0
-        for c in client().containers.list(
-            all=True, filters={"label": [f"{LABEL}=workbench", f"{OWNER_HOST}={HOST}"]}, ignore_removed=True
-        ):
-            pid = int(c.labels.get(OWNER_PID, "0") or 0)
-            if pid and not Path(f"/proc/{pid}").exists():
-                try:
-                    c.remove(force=True)
-                    n += 1
-                except docker.errors.APIError:
-                    pass  # another process removed it first
-        return n
+        """Remove workbenches whose process died without closing them (a killed `factory generate`):
+        bugforge.engine.remove_orphans, the one clean-up routine (never a live process's containers)."""
+        return engine.remove_orphans("workbench")
 
     def _start(self) -> None:
         self.remove_orphans()
@@ -121,7 +108,7 @@ class Workbench:
             ["sleep", "infinity"],
             detach=True,
             network_mode="none",
-            labels={LABEL: "workbench", OWNER_HOST: HOST, OWNER_PID: str(os.getpid())},
+            labels={LABEL: "workbench", **engine.owner_labels()},
             mem_limit="4g",
             pids_limit=2048,
             working_dir=self.workdir,

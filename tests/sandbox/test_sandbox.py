@@ -19,7 +19,7 @@ from bugforge.errors import BugforgeError
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
 from bugforge.sandbox.grader import grade_patch
-from bugforge.sandbox.runtime import OWNER, ROLE, Runtime, SandboxConfig
+from bugforge.sandbox.runtime import OWNER, ROLE, RUNTIME, Runtime, SandboxConfig
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def runtime(instances):
     )
     yield rt
     rt.shutdown()
-    assert rt.remove_orphans() == 0
+    assert client().containers.list(all=True, filters={"label": f"{RUNTIME}={rt.id}"}) == []  # none left
 
 
 def session_containers(owner="pytest"):
