@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bugforge.records import read_jsonl  # noqa: E402
 from bugforge.sandbox.evaluate import evaluate, find_environments  # noqa: E402
+from bugforge.sandbox.harness import HarnessError, run_harness  # noqa: E402
 
 NOOP = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
 
@@ -61,29 +61,12 @@ def main() -> int:
         fresh, _ = evaluate(rows, preds, run_id="fresh", workers=a.workers, log_dir=tmp / "logs", report_dir=tmp)
         fresh_s = time.monotonic() - t
         t = time.monotonic()
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "swebench.harness.run_evaluation",
-                "-d",
-                str(ds),
-                "-p",
-                str(pf),
-                "--run_id",
-                "official",
-                "--max_workers",
-                str(a.workers),
-            ],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-        )
-        theirs_s = time.monotonic() - t
-        if r.returncode:
-            print(r.stderr[-2000:])
+        try:
+            theirs = run_harness(ds, pf, cwd=tmp, run_id="official", workers=a.workers)
+        except HarnessError as e:
+            print(e)
             return 1
-        theirs = json.loads((tmp / "bench.official.json").read_text())
+        theirs_s = time.monotonic() - t
         kinds = {"nothing": 0, "some": 0, "all": 0}  # how many of its tests each warm grading ran
         for f in (tmp / "logs" / "warm").glob("*/*/test_output.txt"):
             m = re.search(r"warm grading: ran (\d+) of (\d+)", f.read_text())

@@ -14,7 +14,7 @@ import time
 
 from bugforge.engine import client
 from bugforge.records import read_jsonl
-from bugforge.sandbox.redteam import harness
+from bugforge.sandbox.harness import harness_verdicts
 
 
 def retag(image: str, signal: str) -> str:
@@ -37,7 +37,7 @@ def main() -> None:
             copies = [{**r, "image": retag(r["image"], signal)} for r in rows]
             made += [r["image"] for r in copies]
             t0 = time.monotonic()
-            verdicts = harness(copies, {r["instance_id"]: r["patch"] for r in copies}, workers=a.workers)
+            verdicts = harness_verdicts(copies, {r["instance_id"]: r["patch"] for r in copies}, workers=a.workers)
             secs = time.monotonic() - t0
             assert set(verdicts.values()) == {"RESOLVED"}, (signal, verdicts)
             times[signal] = secs

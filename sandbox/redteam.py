@@ -10,16 +10,13 @@ official harness. bench/redteam.py prints the matrix; docs/security.md lists the
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from bugforge.engine import LABEL, client
 from bugforge.sandbox.grader import grade_patch, labels_of
+from bugforge.sandbox.harness import harness_verdicts
 from bugforge.testing.testrun import file_archive
 
 FORCE_PASS = """import pytest
@@ -154,30 +151,8 @@ def harness(
 ) -> dict[str, str]:
     """Grade `preds` ({instance id: patch}) with SWE-bench's official harness; verdict per id (an id
     whose eval_script reported tampering is `suspicious`). `keep`: a directory for the harness's logs
-    (else a temporary one)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tmp = str(Path(keep).resolve()) if keep else scratch
-        Path(tmp).mkdir(parents=True, exist_ok=True)
-        data, pred = Path(tmp) / "rows.jsonl", Path(tmp) / "preds.jsonl"
-        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        pred.write_text(
-            "".join(
-                json.dumps({"instance_id": i, "model_name_or_path": "redteam", "model_patch": p}) + "\n"
-                for i, p in preds.items()
-            )
-        )
-        cmd = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(data), "-p", str(pred)]
-        cmd += ["--run_id", run_id, "--max_workers", str(workers), "--timeout", str(timeout)]
-        r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=3600)
-        if r.returncode:
-            raise RuntimeError(f"the SWE-bench harness failed: {r.stderr[-2000:]}")
-        report = json.loads((Path(tmp) / f"redteam.{run_id}.json").read_text())
-        out = {}
-        for iid in preds:
-            log = Path(tmp) / "logs" / "run_evaluation" / run_id / "redteam" / iid / "test_output.txt"
-            tampered = log.exists() and "bugforge-tamper:" in log.read_text(errors="replace")
-            out[iid] = "RESOLVED" if iid in report["resolved_ids"] else "suspicious" if tampered else "not resolved"
-        return out
+    (else a temporary one). The one harness runner is bugforge.sandbox.harness; this is its verdicts."""
+    return harness_verdicts(rows, preds, timeout=timeout, workers=workers, run_id=run_id, keep=keep)
 
 
 def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: int = 60) -> dict[str, dict[str, str]]:

@@ -7,7 +7,6 @@ test module imports this file or another test module. Every test whose fixtures 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -56,18 +55,6 @@ def _bugforge(*args, env: dict | None = None, cwd=None, timeout: float = 900) ->
     )
 
 
-def _swebench_harness(rows: list[dict], preds: list[dict], cwd: Path, run_id: str = "h") -> dict:
-    """SWE-bench's official harness over `rows` and `preds` (prediction dicts of one model), run in `cwd`:
-    its summary report (resolved_ids, unresolved_ids, empty_patch_ids, error_ids, ...)."""
-    ds, pf = Path(cwd) / f"{run_id}.rows.jsonl", Path(cwd) / f"{run_id}.preds.jsonl"
-    ds.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
-    cmd = [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(ds), "-p", str(pf), "--run_id", run_id]
-    r = subprocess.run([*cmd, "--max_workers", "2"], cwd=cwd, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads((Path(cwd) / f"{preds[0]['model_name_or_path']}.{run_id}.json").read_text())
-
-
 def _write_tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         p = root / name
@@ -93,12 +80,6 @@ def _git_repo(root: Path, files: dict[str, str], message: str = "init") -> Path:
 def cli():
     """`cli(*args, env=None, cwd=None, timeout=900)`: the real `bugforge` command line, output captured."""
     return _bugforge
-
-
-@pytest.fixture(scope="session")
-def swebench_harness():
-    """`swebench_harness(rows, preds, cwd, run_id="h")`: the official harness's summary report."""
-    return _swebench_harness
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from bugforge.cli.demo import free_port
 from bugforge.errors import BugforgeError
 from bugforge.records import read_jsonl
 from bugforge.sandbox.evaluate import evaluate, find_environments
+from bugforge.sandbox.harness import run_harness
 from bugforge.sandbox.runtime import Runtime, SandboxConfig
 
 # --- parsing ----------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_mo
 # --- our evaluator == the official harness ----------------------------------------------------------
 
 
-def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, swebench_harness, tmp_path):
+def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, tmp_path):
     """Both of our isolation modes (warm: a shared guarded container of the environment image running
     only the tests that can see the change; fresh: a container of the instance image per prediction)
     give the official harness's id lists."""
@@ -244,7 +245,7 @@ def test_evaluator_agrees_with_swebench_harness(instances, calc_runs, swebench_h
     ]
     fresh, _ = evaluate(rows, preds, run_id="fresh", log_dir=tmp_path / "logs", report_dir=tmp_path)
     warm, _ = evaluate(rows, preds, run_id="warm", log_dir=tmp_path / "logs", report_dir=tmp_path, envs=envs)
-    theirs = swebench_harness(rows, preds, tmp_path)
+    theirs = run_harness(rows, preds, cwd=tmp_path, run_id="h", wall=900)
     for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids"):
         assert fresh[key] == theirs[key], (key, fresh[key], theirs[key])
         assert warm[key] == theirs[key], (key, warm[key], theirs[key])

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from bugforge.factory.generate import generate
 from bugforge.records import read_jsonl
+from bugforge.sandbox.harness import run_harness
 
 
-def test_swebench_harness_agrees_with_our_export(calc_env, swebench_harness, tmp_path):
+def test_swebench_harness_agrees_with_our_export(calc_env, tmp_path):
     """Gold patches resolve, empty ones are empty_patch_ids, a no-op is unresolved: one harness run over
     three copies of the rows (the same images under ids of their own)."""
     from bugforge.engine import client
@@ -44,7 +45,7 @@ def test_swebench_harness_agrees_with_our_export(calc_env, swebench_harness, tmp
             for k, p in kinds.items()
             for r in rows
         ]
-        report = swebench_harness(copies, preds, tmp_path)
+        report = run_harness(copies, preds, cwd=tmp_path, run_id="h", wall=900)
         ids = lambda k: sorted(f"{r['instance_id']}__{k}" for r in rows)  # noqa: E731
         assert report["resolved_ids"] == ids("gold")
         assert report["empty_patch_ids"] == ids("empty")

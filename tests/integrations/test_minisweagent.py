@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bugforge.records import TaskInstance, from_dict, read_jsonl
+from bugforge.sandbox.harness import run_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,16 +134,7 @@ def test_minisweagent_gold_and_wrong_agree_with_harness(calc_runs, mini_extra, c
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     ours = json.loads(next((tmp_path / "ours").glob("*.msa.json")).read_text())
 
-    r = subprocess.run(
-        [sys.executable, "-m", "swebench.harness.run_evaluation", "-d", str(folder / "instances.jsonl")]
-        + ["-p", str(preds_file), "--run_id", "hmsa", "--max_workers", "2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr[-1500:]
-    theirs = json.loads(next(tmp_path.glob("*.hmsa.json")).read_text())
+    theirs = run_harness(folder / "instances.jsonl", preds_file, cwd=tmp_path, run_id="hmsa", wall=600)
     assert theirs["resolved_ids"] == [a["instance_id"]] and theirs["unresolved_ids"] == [b["instance_id"]]
     for key in ("resolved_ids", "unresolved_ids", "empty_patch_ids", "error_ids", "submitted_ids"):
         assert ours[key] == theirs[key], (key, ours[key], theirs[key])
