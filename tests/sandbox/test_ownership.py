@@ -181,3 +181,27 @@ def test_a_session_whose_container_is_gone_says_so_in_one_line(runtime, base_ima
             call()
         assert e.value.what.startswith(f"session {s.id}:") and "\n" not in e.value.line()
     runtime.close(s.id)  # closing a session whose container is gone is not an error
+
+
+def test_the_service_answers_404_only_for_its_own_unknown_sessions(base_image):
+    """Unknown session: 404. A session whose container is gone, or an image the engine lacks: 400 with
+    one line (not a traceback, not "no session")."""
+    from fastapi.testclient import TestClient
+
+    from bugforge.sandbox.service import create_app
+
+    rt = Runtime(SandboxConfig(mem_limit="256m"))
+    auth = {"Authorization": "Bearer t"}
+    try:
+        with TestClient(create_app(rt, "t")) as http:
+            r = http.post("/sessions/nope/run", json={"command": "true"}, headers=auth)
+            assert (r.status_code, r.json()["detail"]) == (404, "no session nope")
+            r = http.post("/sessions", json={"image": "bugforge-test/no-such-image:never"}, headers=auth)
+            assert r.status_code == 400 and "not in the local engine" in r.json()["detail"]
+            sid = http.post("/sessions", json={"image": base_image}, headers=auth).json()["id"]
+            rt.get(sid).container.remove(force=True)
+            r = http.post(f"/sessions/{sid}/run", json={"command": "true"}, headers=auth)
+            assert r.status_code == 400 and "its container is gone" in r.json()["detail"]
+            assert "\n" not in r.json()["detail"]
+    finally:
+        rt.shutdown()
