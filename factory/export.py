@@ -38,7 +38,15 @@ from bugforge.records import (
     to_dict,
 )
 from bugforge.testing import tamper
-from bugforge.testing.testrun import OUT, PACKAGE, PROBE_DIR, file_archive, pytest_command, tools_archive
+from bugforge.testing.testrun import (
+    OUT,
+    PACKAGE,
+    PROBE_DIR,
+    TEST_USER,
+    file_archive,
+    pytest_command,
+    tools_archive,
+)
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
 FOLD = f"""set -e
@@ -89,7 +97,7 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str]) -> st
             f"mkdir -p {OUT} && cat > {OUT}/select.txt <<'BUGFORGE_SELECTION'",
             *selection,
             "BUGFORGE_SELECTION",
-            f"({pytest_command(pytest_args, selection, False)}) > {OUT}/pytest.log 2>&1",
+            f"({pytest_command(pytest_args, selection, False, user=TEST_USER)}) > {OUT}/pytest.log 2>&1",
             "echo '>>>>> Start Test Output'",
             f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl",
             "echo '>>>>> End Test Output'",

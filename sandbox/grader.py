@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from bugforge.testing import tamper
 from bugforge.testing.grading import Grade, grade
-from bugforge.testing.testrun import OUT, run_tests
+from bugforge.testing.testrun import OUT, TEST_USER, run_tests
 
 APPLY = [
     "git apply --verbose",
@@ -93,6 +93,7 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
         timeout=timeout,
         setup=setup_script(instance),
         files={"patch.diff": (patch if patch.endswith("\n") else patch + "\n").encode()},
+        user=TEST_USER,
     )
     secs = time.monotonic() - t0
     if run.exit_code == tamper.TAMPER_EXIT and not run.outcomes:

@@ -11,16 +11,20 @@ import time
 
 import pytest
 
+from .channel import ENV
+
 PROBE = __package__ + ".probe"  # the probe plugin, as the runs load it (-p PROBE)
 NOT_SWAPPABLE = 98  # a child's exit status: the live functions were not as the preloaded source made them
 
 
-def run_child(server, req, log, guard, plan=None):
+def run_child(server, req, log, guard, collector, theirs, plan=None):
     """(exit status, timed out) of a run. server: the zygote.Server (its live code and held session);
-    guard: the Guard of the run's user, or None; plan: what LiveCode.swap swaps in first."""
+    guard: the Guard of the run's user, or None; collector, theirs: the verdict channel's two ends
+    (channel.py), the collector reading while the run goes; plan: what LiveCode.swap swaps in first."""
     pid = os.fork()
     if pid == 0:  # child: a fresh process group, output to the log, run pytest, never return
         try:
+            collector.sock.close()
             os.setsid()
             os.chdir(req.cwd)
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -31,13 +35,14 @@ def run_child(server, req, log, guard, plan=None):
             if guard:
                 guard.drop_privileges()
             os.environ.update(req.env)
+            os.environ[ENV] = str(theirs.fileno())
             sys.dont_write_bytecode = True
             sys.path[:0] = [p for p in req.env.get("PYTHONPATH", "").split(":") if p]
             if plan and not server.live.swap(plan):
                 os._exit(NOT_SWAPPABLE)
             module = sys.modules.get(PROBE)
             probe = module.plugin if module is not None else None
-            if probe is not None:  # loaded by the preload, without a report: this run's report and limits
+            if probe is not None:  # loaded by the server, without a report: this run's channel and limits
                 probe.reopen()
             held = probe is not None and server.held.covers(req.args)
             code = server.held.run(probe, fd) if held else pytest.main(req.args)
@@ -46,6 +51,8 @@ def run_child(server, req, log, guard, plan=None):
             os._exit(int(code))
         except BaseException:
             os._exit(99)
+    theirs.close()
+    collector.expect(pid)
     deadline = time.monotonic() + float(req.timeout)
     timed_out, status = False, 0
     while True:
@@ -60,7 +67,7 @@ def run_child(server, req, log, guard, plan=None):
                 pass
             _, status = os.waitpid(pid, 0)
             break
-        time.sleep(0.002)
+        collector.poll(0.002)
     try:  # anything the run left behind in its process group
         os.killpg(pid, signal.SIGKILL)
     except OSError:

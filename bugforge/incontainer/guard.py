@@ -14,6 +14,36 @@ import subprocess
 from .shell import sh, walk
 
 
+def give_tree(pw, cwd):
+    """Give the repository's contents (not the directory itself, not .git) to the user `pw`."""
+    for name in os.listdir(cwd):
+        if name != ".git":
+            subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), os.path.join(cwd, name)])
+
+
+def become(pw):
+    """In a run's child: become the user `pw` (a pwd entry), with its home."""
+    os.setgroups([])
+    os.setgid(pw.pw_gid)
+    os.setuid(pw.pw_uid)
+    os.environ.update(HOME=pw.pw_dir, USER=pw.pw_name, LOGNAME=pw.pw_name)
+
+
+def kill_user(uid, gid):
+    """kill(-1) from a process of that user reaches every process of the user, forks included."""
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
 class Guard:
     """What the guarded places held when the tree was clean, for one user."""
 
@@ -21,9 +51,7 @@ class Guard:
         """Give the repository's contents (not the directory itself, not .git) to `user` and record the
         places the user can write as they are now (the tree must be as every restore leaves it)."""
         pw = pwd.getpwnam(user)
-        for name in os.listdir(cwd):
-            if name != ".git":
-                subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), os.path.join(cwd, name)])
+        give_tree(pw, cwd)
         self.user, self.uid, self.gid, self.home = user, pw.pw_uid, pw.pw_gid, pw.pw_dir
         self.roots = [cwd, "/tmp", "/var/tmp", "/dev/shm", pw.pw_dir]
         self.skip = {os.path.join(cwd, ".git"), out_dir}
@@ -33,24 +61,10 @@ class Guard:
 
     def drop_privileges(self):
         """In a run's child: become the user, with its home."""
-        os.setgroups([])
-        os.setgid(self.gid)
-        os.setuid(self.uid)
-        os.environ.update(HOME=self.home, USER=self.user, LOGNAME=self.user)
+        become(pwd.getpwnam(self.user))
 
     def kill_user(self):
-        """kill(-1) from a process of that user reaches every process of the user, forks included."""
-        for _ in range(2):
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.setgroups([])
-                    os.setgid(self.gid)
-                    os.setuid(self.uid)
-                    os.kill(-1, signal.SIGKILL)
-                finally:
-                    os._exit(0)
-            os.waitpid(pid, 0)
+        kill_user(self.uid, self.gid)
 
     def check(self, since_ns):
         """Delete what the run created in the guarded places; name what it changed that stays changed."""

@@ -1,36 +1,39 @@
-"""Tamper evidence inside the test process: what the probe checks when the session finishes.
+"""Tamper evidence inside the test process: everything a verdict passes through keeps its identity.
 
-Integrity records, when the probe is imported (before any conftest or project module), the objects
-pytest's reporting path is made of; at session finish it reports (`tamper` events) any of them
-replaced or any function of pytest or pluggy running other code, any implementation of a reporting hook registered after pytest was configured that lives in the
-project's non-test code (later hooks may come from installed plugins, this probe, conftest.py files
-and test modules, which the sweep restores), the probe's own hooks no longer registered as installed, and any test that produced
-more than one outcome, or, in a run that went to its end, none. docs/security.md says what this does and does not catch. Python 3.9."""
+`snapshot` runs when the probe is imported, which start.py makes happen before any code of the tree is
+importable. It records, for every module of pytest, pluggy and the probe's own package, and for the
+standard-library modules the probe's records pass through (VERDICT_STDLIB), every attribute of the
+module and of every class defined there (its whole `__dict__`, so an added attribute counts too), and
+the code, defaults and keyword defaults of every function among them. Nothing is picked by hand: the
+only attributes allowed to change are VOLATILE ones, which pytest itself swaps while it runs, and only to
+values defined by the runner or the standard library.
 
+`check` compares the process against the snapshot; the probe calls it before each test (so after the
+previous one and after collection), when a test's report is logged, and when the session finishes.
+The session-finish checks (`problems`) add: a reporting hook registered after pytest was configured that
+lives in the project's non-test code, the probe's own hooks no longer registered, a test with more than
+one outcome or, in a run that went to its end, none. docs/security.md states what this does and does
+not catch. Python 3.9, standard library only."""
+
+import operator
 import os
 import sys
 import types
 
-# pytest's reporting path: (module, attribute path) pairs whose objects must stay the ones imported
-WATCHED = [
-    ("_pytest.runner", "call_and_report"),
-    ("_pytest.runner", "runtestprotocol"),
-    ("_pytest.runner", "call_runtest_hook"),
-    ("_pytest.runner", "CallInfo.from_call"),
-    ("_pytest.runner", "pytest_runtest_makereport"),
-    ("_pytest.reports", "TestReport.from_item_and_call"),
-    ("_pytest.reports", "TestReport.__init__"),
-    ("_pytest.reports", "BaseReport.passed"),
-    ("_pytest.reports", "BaseReport.failed"),
-    ("_pytest.python", "Function.runtest"),
-    ("_pytest.python", "pytest_pyfunc_call"),
-    ("_pytest.skipping", "pytest_runtest_makereport"),
-    ("_pytest.main", "pytest_runtestloop"),
-    ("_pytest.outcomes", "fail"),
-    ("_pytest.outcomes", "skip"),
-    ("pluggy._callers", "_multicall"),
-    ("pluggy._hooks", "HookCaller.__call__"),
-]
+RUNNER = ("pytest", "_pytest", "pluggy", "bugforge_incontainer")
+# the standard library the probe's records pass through on their way to the collector, and more
+VERDICT_STDLIB = (
+    "builtins", "json", "json.encoder", "json.decoder", "json.scanner", "_json", "os", "posix", "posixpath",
+    "socket", "_socket", "select", "struct", "_struct", "threading", "_thread", "time", "io", "_io", "types",
+    "signal", "_signal", "sys", "traceback", "linecache", "inspect", "importlib", "warnings",
+)  # fmt: skip
+# the verdict's own path: nothing here may be rebound at all, whatever code does it
+STRICT = (
+    "_pytest.runner", "_pytest.reports", "_pytest.outcomes", "_pytest.skipping", "_pytest.python", "_pytest.main",
+    "_pytest.unittest", "_pytest.nodes", "_pytest.capture", "pluggy", "bugforge_incontainer", "json", "_json",
+    "socket", "_socket",
+)  # fmt: skip
+_MISSING = object()
 HOOKS = (
     "pytest_runtest_protocol",
     "pytest_runtest_setup",
@@ -44,62 +47,139 @@ HOOKS = (
     "pytest_deselected",
     "pytest_sessionfinish",
 )
+MAX_REASONS = 10
+
+
+_STATE = tuple(operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__"))
+
+
+def _state(fn):
+    return tuple(get(fn) for get in _STATE)
+
+
+def _under(name, prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 def _function(obj):
-    """The plain function behind a function, classmethod, staticmethod or property (else None)."""
+    """The plain functions behind a function, classmethod, staticmethod or property."""
     if isinstance(obj, (classmethod, staticmethod)):
         obj = obj.__func__
-    elif isinstance(obj, property):
-        obj = obj.fget
-    return obj if isinstance(obj, types.FunctionType) else None
+    if isinstance(obj, property):
+        return [f for f in (obj.fget, obj.fset, obj.fdel) if isinstance(f, types.FunctionType)]
+    return [obj] if isinstance(obj, types.FunctionType) else []
 
 
-def _functions():
-    """(module, qualified name) -> (function, its code object), for every function of pytest and pluggy."""
-    out = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name in ("pytest", "pluggy") or name.startswith(("_pytest.", "pluggy."))):
-            continue
-        for key, obj in list(vars(module).items()):
-            members = [(key, obj)]
-            if isinstance(obj, type) and obj.__module__ == name:
-                members += [(key + "." + k, v) for k, v in list(vars(obj).items())]
-            for qual, member in members:
-                fn = _function(member)
-                if fn is not None:
-                    out[(name, qual)] = (fn, fn.__code__)
-    return out
+def _installed_dirs(root):
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    dirs.add(os.path.realpath(os.path.dirname(os.__file__)))
+    dirs.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the probe's own
+    return tuple(d.rstrip("/") + "/" for d in dirs if not (d + "/").startswith(root))
 
 
-def _lookup(module, path):
-    obj = sys.modules.get(module)
-    for name in path.split("."):
-        if obj is None:
-            return None
-        obj = obj.__dict__.get(name) if hasattr(obj, "__dict__") else getattr(obj, name, None)
-    return obj
+def _files_of(value):
+    """The source files a value's behaviour comes from ([] for built-in code and plain data)."""
+    fns = _function(value) or _function(getattr(value, "__func__", None))
+    if fns:
+        return [f.__code__.co_filename for f in fns]
+    if isinstance(value, (types.BuiltinFunctionType, types.ModuleType)) or not (
+        callable(value) or hasattr(type(value), "__get__")
+    ):
+        return [] if not hasattr(value, "__dict__") or isinstance(value, types.ModuleType) else _class_files(type(value))
+    return _class_files(value if isinstance(value, type) else type(value))
+
+
+def _class_files(cls):
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    path = getattr(module, "__file__", None)
+    return [path] if path else []
+
+
+def _shadows(namespace_owner, key):
+    """Whether adding `key` to a class hides behaviour a base class gives (a method, a property)."""
+    if not isinstance(namespace_owner, type):
+        return False
+    for base in namespace_owner.__mro__[1:]:
+        if key in vars(base):
+            hidden = vars(base)[key]
+            return callable(hidden) or hasattr(type(hidden), "__get__")
+    return False
 
 
 class Integrity:
     def __init__(self, root, own_dir):
         self.root = root.rstrip("/") + "/"
         self.own_dir = own_dir
-        self.watched = {}
-        self.functions = {}
+        self.entries = []  # (where, namespace dict, its keys, [(key, value)])
+        self.functions = ()  # (wheres, functions, [their values of each _STATE attribute])
         self.configured = set()  # (hook, function) pairs registered when pytest was configured
         self.hookexec = None
         self.counts = {}  # node id -> outcomes reported
+        self.seen = set()  # reasons already reported
+        self.installed = ()  # directories of installed code (the standard library, site-packages, the probe)
 
     def snapshot(self):
-        import _pytest.main  # noqa: F401  (the modules whose objects are watched)
-        import _pytest.python  # noqa: F401
-        import _pytest.reports  # noqa: F401
-        import _pytest.runner  # noqa: F401
-        import _pytest.skipping  # noqa: F401
+        """Record the identity of everything in the watched modules and their classes (see module doc)."""
+        self.entries, functions = [], []
+        self.installed = _installed_dirs(self.root)
+        for name, module in sorted(sys.modules.items()):
+            if module is None or not (name in VERDICT_STDLIB or _under(name, RUNNER)):
+                continue
+            strict = _under(name, STRICT)
+            self._record(name, module, vars(module), strict, functions)
+            for key, obj in list(vars(module).items()):
+                if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
+                    self._record("%s.%s" % (name, key), obj, obj.__dict__, strict, functions)
+        # (where, function) pairs, and per attribute of _STATE the values they had: compared at C speed
+        self.functions = (
+            [w for w, _ in functions],
+            [f for _, f in functions],
+            [tuple(get(f) for _, f in functions) for get in _STATE],
+        )
+    def _record(self, where, owner, namespace, strict, functions):
+        keys = tuple(namespace)
+        values = tuple(namespace[k] for k in keys)
+        self.entries.append((where, owner, namespace, keys, values, frozenset(keys), strict))
+        for key, value in zip(keys, values):
+            for fn in _function(value):
+                functions.append(("%s.%s" % (where, key), fn))
 
-        self.watched = {(m, p): _lookup(m, p) for m, p in WATCHED}
-        self.functions = _functions()
+    def _installed(self, value):
+        """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
+        could write): how pytest and its plugins rebind things while they run."""
+        return all(
+            (os.path.realpath(f) + "/").startswith(self.installed) for f in _files_of(value) if f is not None
+        ) and not any((os.path.abspath(f or "") + "/").startswith(self.root) for f in _files_of(value))
+
+    def check(self):
+        """New reasons (not reported before) why the watched objects are not as snapshot."""
+        out = []
+        for where, owner, namespace, keys, values, keyset, strict in self.entries:
+            if len(namespace) == len(keys) and all(map(operator.is_, map(namespace.get, keys), values)):
+                continue  # (the common case, at C speed)
+            for key, value in zip(keys, values):
+                now = namespace.get(key, _MISSING)
+                if now is not value and (strict or now is _MISSING or not self._installed(now)):
+                    out.append("%s.%s was replaced during the run" % (where, key))
+            if len(namespace) != len(keys) or not keyset.issuperset(namespace):
+                for key in sorted(set(namespace) - keyset, key=str):
+                    now = namespace.get(key)
+                    if isinstance(now, types.ModuleType) or key == "__warningregistry__":
+                        continue  # a submodule imported since; the warnings module's own registry
+                    if not self._installed(now) or (strict and (key.startswith("__") or _shadows(owner, key))):
+                        out.append("%s.%s was added during the run" % (where, key))
+        if self.functions and not all(
+            all(map(operator.is_, map(get, self.functions[1]), then)) for get, then in zip(_STATE, self.functions[2])
+        ):
+            for where, fn, *state in zip(*self.functions[:2], *self.functions[2]):
+                if not all(map(operator.is_, _state(fn), state)):
+                    out.append("the code of %s was swapped during the run" % where)
+        new = [r for r in out if r not in self.seen]
+        self.seen.update(new)
+        return new[:MAX_REASONS]
 
     def configure(self, config):
         """The hooks registered once pytest is configured: the project's own plugins among them."""
@@ -120,26 +200,23 @@ class Integrity:
         name = os.path.basename(path)
         return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 
-    def problems(self, session, exitstatus, probe_hooks):
-        config = session.config
+    def _late_hooks(self, config):
         out = []
-        for (module, path), obj in sorted(self.watched.items()):
-            if obj is not None and _lookup(module, path) is not obj:
-                out.append("pytest's %s.%s was replaced during the run" % (module, path))
-        for key, (fn, code) in sorted(self.functions.items()):
-            if fn.__code__ is not code:  # the same function object running other code
-                out.append("the code of pytest's %s.%s was swapped during the run" % key)
         for name in HOOKS:
             caller = getattr(config.hook, name, None)
             for impl in caller.get_hookimpls() if caller is not None else ():
                 code = getattr(impl.function, "__code__", None)
                 where = getattr(code, "co_filename", "") if code is not None else ""
-                if (name, impl.function) in self.configured:
-                    continue
-                if code is None or not self._allowed(where):
+                if (name, impl.function) not in self.configured and (code is None or not self._allowed(where)):
                     out.append(
                         "%s is implemented in %s (%s)" % (name, where or "code without source", impl.plugin_name)
                     )
+        return out
+
+    def problems(self, session, exitstatus, probe_hooks):
+        """Every reason the run cannot be trusted, at the session's finish."""
+        config = session.config
+        out = self.check() + self._late_hooks(config)
         if self.hookexec is not None and getattr(config.pluginmanager, "_inner_hookexec", None) is not self.hookexec:
             out.append("pluggy's hook execution was replaced during the run")
         for name, function in probe_hooks.items():

@@ -29,6 +29,8 @@ from .lookups import Watcher
 from .report import Limits, Report
 from .tracking import Tracker
 
+SKIP_LIKE = (pytest.skip.Exception, pytest.xfail.Exception)
+
 
 class Probe:
     """The plugin's state and hooks for one pytest process (or one run of the held session)."""
@@ -42,6 +44,7 @@ class Probe:
         self.tracker = Tracker(self.root, bool(self.coverage_path or self.lookups_path))
         self.limits = Limits(self.report)
         self.integrity = Integrity(self.root, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        self.raised = {}  # (node id, phase) -> whether it raised a failure (not a skip or xfail)
 
     def install(self):
         """Watch the classes built from now on (lookup runs), start coverage and access tracking
@@ -53,13 +56,17 @@ class Probe:
         if self.tracker.active:
             self.tracker.watch_imports()
         self.limits.load()
-        self.integrity.snapshot()
 
     def reopen(self):
-        """In a child of the preloaded server (which loaded this plugin without a report): this run's
-        report and limits, from its environment."""
+        """In a child of the test server (which loaded this plugin without a report): this run's
+        channel (or report) and limits, from its environment."""
         self.report.open(os.environ.get("BUGFORGE_REPORT"))
         self.limits.load()
+
+    def verify(self):
+        """Report (once each) whatever the integrity check finds changed since the snapshot."""
+        for reason in self.integrity.check():
+            self.report.emit({"event": "tamper", "reason": reason})
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config):
@@ -84,6 +91,8 @@ class Probe:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        if not self.integrity.counts:
+            self.verify()  # what collection changed (later: at each test's call report, and the finish)
         self.report.emit({"event": "start", "nodeid": item.nodeid, "t": time.time()})
         if self.tracker.active:
             self.tracker.start_test(item)
@@ -106,7 +115,22 @@ class Probe:
         if wide:
             self.tracker.switch(self.limits.current)
 
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        """Witness what each phase did, for pytest_runtest_logreport: a phase that raised cannot be
+        reported passed, nor one that raised a failure (not a skip or an xfail) skipped, unless xfail."""
+        yield
+        exc = call.excinfo
+        if exc is not None:
+            self.raised[(item.nodeid, call.when)] = not isinstance(exc.value, SKIP_LIKE)
+
     def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            self.verify()
+        raised = self.raised.pop((report.nodeid, report.when), None)
+        if raised is not None and (report.passed or (raised and report.skipped and not hasattr(report, "wasxfail"))):
+            reason = "%s: its %s raised, yet was reported %s" % (report.nodeid, report.when, report.outcome)
+            self.report.emit({"event": "tamper", "reason": reason})
         self.report.logreport(report)
 
     def pytest_collectreport(self, report):
@@ -152,7 +176,9 @@ pytest_sessionstart = plugin.pytest_sessionstart
 pytest_collection_modifyitems = plugin.pytest_collection_modifyitems
 pytest_runtest_protocol = plugin.pytest_runtest_protocol
 pytest_fixture_setup = plugin.pytest_fixture_setup
+pytest_runtest_makereport = plugin.pytest_runtest_makereport
 pytest_runtest_logreport = plugin.pytest_runtest_logreport
 pytest_collectreport = plugin.pytest_collectreport
 pytest_sessionfinish = plugin.pytest_sessionfinish
 HOOKS = [n for n in dir() if n.startswith("pytest_")]
+plugin.integrity.snapshot()  # last: this module is whole (integrity.py)

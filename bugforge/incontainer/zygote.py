@@ -21,6 +21,7 @@ import sys
 import _pytest.config  # noqa: F401
 import pytest  # noqa: F401  (the point: imported once, inherited by every child)
 
+from .channel import Collector, pair
 from .child import NOT_SWAPPABLE, run_child
 from .guard import Guard
 from .held import Held, preload
@@ -28,6 +29,7 @@ from .hotswap import LiveCode, changes_defaults
 from .protocol import Request, Response
 from .pycache import BytecodeCache
 from .shell import sh, tail, write_fresh
+from .start import load_runner
 
 
 class Server:
@@ -94,21 +96,21 @@ class Server:
         if user and user not in self.guards:  # a snapshot taken now would hold this request's set-up tree
             raise RuntimeError("a run as %s needs a guard request first, while the tree is clean" % user)
         guard = self.guards.get(user)
-        if guard:
-            for p in (report, log):  # the run writes these two and nothing else of ours
-                write_fresh(p, "")
-                os.chown(p, guard.uid, guard.gid)
+        write_fresh(report, "")  # root's: the collector writes it
         if self.cache:  # the cache as the preload left it (this server's first run)
             self.cache.remember()
         marker = os.path.join(os.path.dirname(report), ".since")
         write_fresh(marker, "")
         since = os.lstat(marker).st_ctime_ns
-        code, timed_out = run_child(self, req, log, guard, plan)
+        mine, theirs = pair()
+        collector = Collector(mine, report)
+        code, timed_out = run_child(self, req, log, guard, collector, theirs, plan)
+        if guard:  # nothing of the run may speak after it
+            guard.kill_user()
+        collector.close()
         if code == NOT_SWAPPABLE and changes_defaults(plan):
             out.not_swappable = True  # (the child stopped before pytest: nothing ran)
             return out
-        if guard:
-            guard.kill_user()
         if self.cache:
             self.cache.check()
         out.exit, out.timed_out, out.report, out.log = code, timed_out, tail(report, 10**8), tail(log)
@@ -127,7 +129,10 @@ def freeze():
     gc.freeze()
 
 
-def main():
+def main(saved):
+    """`saved`: sys.path to put back once the runner is loaded (the server starts as start.py says)."""
+    load_runner()
+    sys.path[:] = saved
     if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
         sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
     server = Server(sys.pycache_prefix)
@@ -138,4 +143,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(list(sys.path))

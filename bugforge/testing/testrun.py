@@ -21,6 +21,7 @@ from bugforge.testing.tools import (
     PROBE_DIR,
     PROBE_PLUGIN,
     SERVER,
+    TEST_USER,
     dir_archive,
     file_archive,
     parse_report,
@@ -44,6 +45,7 @@ __all__ = [
     "RESTORE",
     "SERVER",
     "SNAPSHOT",
+    "TEST_USER",
     "Workbench",
     "file_archive",
     "probe_args",
@@ -70,13 +72,15 @@ def run_tests(
     workdir: str = "/testbed",
     test_limit: TestLimits | None = None,
     lookups: bool = False,
+    user: str | None = None,
 ) -> tuple[TestRun, dict | None]:
     """Run the suite (or `selection`) in a fresh container from `image` with no network.
     Returns the run and, with coverage=True, the raw coverage map {"files": {path: {line: [ids]}}}, or
     with lookups=True (and no coverage) the raw lookup map {"seen": {"attr:...": [ids]}, "fixtures": ...}.
     `setup` is a shell snippet run before pytest (e.g. applying a patch); `files` are put into
-    /tmp/bugforge-out before it starts (name -> content)."""
-    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit, lookups)
+    /tmp/bugforge-out before it starts (name -> content); `user`: the tests run as this user (untrusted
+    code: graders), their verdict collected by root (incontainer/launch.py)."""
+    cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit, lookups, user)
     script = f"set -e; {setup}\n{cmd}" if setup else cmd
     c = client().containers.create(
         image,

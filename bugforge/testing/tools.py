@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 from bugforge import incontainer
+from bugforge.incontainer.start import program
 from bugforge.records import TestLimits, TestRun
 
 INCONTAINER = Path(incontainer.__file__).resolve().parent  # copied into every container as PACKAGE
@@ -20,8 +21,11 @@ PROBE_DIR = "/opt/bugforge"  # on the test runs' PYTHONPATH
 PACKAGE = "bugforge_incontainer"
 PROBE_PLUGIN = f"{PACKAGE}.probe"  # the plugin module (the test server finds it in sys.modules by this name)
 OUT = "/tmp/bugforge-out"
-# the test server, with sys.path[0] what running a script in PROBE_DIR would give (not the working directory)
-SERVER = f"import sys; sys.path[0] = {PROBE_DIR!r}; from {PACKAGE}.zygote import main; main()"
+TEST_USER = "agent"  # untrusted runs go as this user (every image has it: images/base.Dockerfile)
+# the test server, with sys.path[0] what running a script in PROBE_DIR would give (not the working directory),
+# started as every test process is (incontainer/start.py: the tree off sys.path until the runner is loaded)
+SERVER = program("zygote", first=PROBE_DIR)
+LAUNCH = f"python -I -S {PROBE_DIR}/{PACKAGE}/launch.py"  # a run with its verdict channel (incontainer/launch.py)
 PYCACHE = "/var/cache/bugforge-pyc"  # the workbench's bytecode cache: root's, outside the tree (incontainer/pycache.py)
 
 
@@ -56,10 +60,11 @@ def tools_archive() -> bytes:
 
 
 def dir_archive(name: str) -> bytes:
+    """A tar of one directory, root's, that only root can write (the runs' reports go there)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo(name)
-        info.type, info.mode = tarfile.DIRTYPE, 0o777
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
         tar.addfile(info)
     return buf.getvalue()
 
@@ -117,15 +122,19 @@ def pytest_command(
     workdir: str = "/testbed",
     test_limit: TestLimits | None = None,
     lookups: bool = False,
+    user: str | None = None,
 ) -> str:
-    """The shell command that runs pytest with the probe. `selection`: node ids to run (None = all);
-    `test_limit`: seconds one test may take (docs/probe.md)."""
+    """The shell command that runs pytest with the probe, its records collected into {OUT}/report.jsonl
+    over the verdict channel (incontainer/launch.py). `selection`: node ids to run (None = all);
+    `test_limit`: seconds one test may take (docs/probe.md); `user`: run the tests as this user (an
+    untrusted run: every grader's), else as the caller."""
     env = " ".join(
         f"{k}={shlex.quote(v)}" for k, v in probe_env(workdir, selection, coverage, test_limit, lookups).items()
     )
     env = f"PYTHONPATH={PROBE_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 {env}"
     args = probe_args(pytest_args) + (selection_files(selection) if selection is not None else test_files or [])
-    return f"mkdir -p {OUT} && cd {workdir} && {env} python -m pytest {' '.join(shlex.quote(a) for a in args)}"
+    launch = f"{LAUNCH}{f' --user {shlex.quote(user)}' if user else ''} {OUT}/report.jsonl --"
+    return f"mkdir -p {OUT} && cd {workdir} && {env} {launch} {' '.join(shlex.quote(a) for a in args)}"
 
 
 def parse_report(data: bytes, run: TestRun) -> None:

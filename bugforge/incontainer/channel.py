@@ -1,0 +1,115 @@
+"""The verdict channel: the probe's records travel from the test process to a collector that the test
+user cannot reach, over a Unix socket pair, never through a file the test user can write.
+
+The collector (launch.py for a fresh container and the exported eval_script, the test server for warm
+grading) makes the pair, starts the test process with one end (BUGFORGE_CHANNEL names its descriptor),
+and reads records from the other with the kernel's credentials of each sender (SO_PASSCRED: a process
+cannot send another's pid). It writes each record it accepts to the run's report, a file of its own, as
+it arrives (a killed run still tells which tests finished). It accepts a record only from the process it
+started and only until that process's `finish` record; anything else is a `tamper` event in the report.
+docs/security.md. Python 3.9, standard library only."""
+
+import json
+import os
+import select
+import socket
+import struct
+
+ENV = "BUGFORGE_CHANNEL"
+_UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+_MAX = 1 << 20  # bytes of one record
+
+
+def pair():
+    """(the collector's end, the test process's end)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    return mine, theirs
+
+
+def sender():
+    """In the test process: the channel's end BUGFORGE_CHANNEL names, or None (a run without one)."""
+    fd = os.environ.get(ENV)
+    if not fd:
+        return None
+    sock = socket.socket(fileno=int(fd))
+    os.environ.pop(ENV, None)  # not for the tests' own subprocesses
+    return sock
+
+
+def send(sock, record):
+    data = json.dumps(record).encode()
+    if len(data) > _MAX:  # a huge message: keep the record, lose the text
+        record = dict(record, message=str(record.get("message", ""))[:2000])
+        data = json.dumps(record).encode()
+    sock.send(data)
+
+
+class Collector:
+    """Reads the records of one run into `report` (a path the collector owns)."""
+
+    def __init__(self, sock, report):
+        self.sock = sock
+        self.pid = None
+        self.finished = False
+        self.closed = False
+        self.tamper = []
+        fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.out = os.fdopen(fd, "w", buffering=1)
+
+    def expect(self, pid):
+        """The pid of the process started with the other end: the only sender accepted."""
+        self.pid = pid
+
+    def poll(self, timeout=0.0):
+        """Take the records waiting (waiting at most `timeout` seconds for the first)."""
+        while not self.closed and select.select([self.sock], [], [], timeout)[0]:
+            self._take_one()
+            timeout = 0.0
+
+    def _take_one(self):
+        try:
+            data, anc, _flags, _addr = self.sock.recvmsg(_MAX, socket.CMSG_SPACE(_UCRED.size))
+        except (BlockingIOError, InterruptedError):
+            return
+        if not data:  # every copy of the other end is closed
+            self.closed = True
+            return
+        pid = None
+        for level, kind, cred in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cred) >= _UCRED.size:
+                pid = _UCRED.unpack(cred[: _UCRED.size])[0]
+        if pid != self.pid:
+            self._tamper("a record came from process %s, not the test process %s" % (pid, self.pid))
+            return
+        if self.finished:
+            self._tamper("a record arrived after the test session finished")
+            return
+        try:
+            record = json.loads(data.decode("utf-8"))
+        except ValueError:
+            self._tamper("the test process sent a record that is not JSON")
+            return
+        if not isinstance(record, dict):
+            self._tamper("the test process sent a record that is not an object")
+            return
+        self.out.write(json.dumps(record) + "\n")
+        self.finished = record.get("event") == "finish"
+
+    def _tamper(self, reason):
+        if reason not in self.tamper:
+            self.tamper.append(reason)
+            self.out.write(json.dumps({"event": "tamper", "reason": reason}) + "\n")
+
+    def close(self):
+        """After every process of the test user is gone: take what is left, then close."""
+        self.sock.setblocking(False)
+        while not self.closed:
+            try:
+                self._take_one()
+            except OSError:
+                break
+            if not select.select([self.sock], [], [], 0)[0]:
+                break
+        self.sock.close()
+        self.out.close()
