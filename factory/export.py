@@ -82,11 +82,13 @@ def test_files_of(val: Validation, repo_dir: str, tracked: list[str] | None = No
     return sorted(files | (config & set(tracked)))
 
 
-def eval_script(commit: str, selection: list[str], pytest_args: list[str]) -> str:
+def eval_script(commit: str, selection: list[str], pytest_args: list[str], gold: dict[str, str] | None = None) -> str:
     """The script SWE-bench's harness runs after applying a model patch: the graders' sweep
     (bugforge.testing.tamper) against the baseline the image carries, the graders' pytest command on
-    `selection` with the probe, its console kept out of the log, then the probe's report between the
-    harness's markers in the form its pytest log parser reads."""
+    `selection` with the probe (unprivileged, its verdict collected by root), its console kept out of
+    the log, then the probe's report between the harness's markers in the form its pytest log parser
+    reads (PASSED only for a test that passed, or had the outcome `gold` records for the gold patch)."""
+    gold_lines = [f"cat > {OUT}/gold.txt <<'BUGFORGE_GOLD'", *(f"{t}\t{o}" for t, o in gold.items()), "BUGFORGE_GOLD"]
     return "\n".join(
         [
             "#!/bin/bash",
@@ -94,12 +96,13 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str]) -> st
             "cd /testbed",
             f"{tamper.check(commit, selection, tamper.IMAGE_MANIFEST)} || {{ echo 'bugforge: not graded'; exit 1; }}",
             "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
-            f"mkdir -p {OUT} && cat > {OUT}/select.txt <<'BUGFORGE_SELECTION'",
+            f"rm -rf {OUT} && mkdir -m 755 {OUT} && cat > {OUT}/select.txt <<'BUGFORGE_SELECTION'",
             *selection,
             "BUGFORGE_SELECTION",
+            *(gold_lines if gold else []),
             f"({pytest_command(pytest_args, selection, False, user=TEST_USER)}) > {OUT}/pytest.log 2>&1",
             "echo '>>>>> Start Test Output'",
-            f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl",
+            f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl{f' {OUT}/gold.txt' if gold else ''}",
             "echo '>>>>> End Test Output'",
             "",
         ]

@@ -146,7 +146,7 @@ class EnvGrader:
                 outcomes.update({t: run.outcomes.get(t, "missing") for t in run_these})
                 log = run.log_tail
             log += f"\n[bugforge] warm grading: ran {len(run_these)} of {len(tests)} tests (the others cannot see the change)"
-        g = grade(f2p, p2p, outcomes)
+        g = grade(f2p, p2p, outcomes, instance.get("gold_outcomes"))
         return GradeResult(
             iid,
             g.resolved,

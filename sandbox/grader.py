@@ -105,7 +105,7 @@ def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeRes
     why = run.suspicious()
     if why:
         return suspicious(iid, why, secs, run.log_tail)
-    g: Grade = grade(f2p, p2p, run.outcomes)
+    g: Grade = grade(f2p, p2p, run.outcomes, instance.get("gold_outcomes"))
     return GradeResult(
         iid, g.resolved, g.status, True, g.FAIL_TO_PASS, g.PASS_TO_PASS, g.outcomes, secs, run.log_tail[-2000:]
     )

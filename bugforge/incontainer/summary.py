@@ -1,7 +1,10 @@
 """Print a probe report as SWE-bench's pytest log parser reads it: one `STATUS node-id` line per test.
 
-    python -I -S summary.py REPORT
+    python -I -S summary.py REPORT [GOLD]
 
+Only a test that passed prints PASSED (or one whose outcome is the one GOLD, a file of `NODE ID<TAB>
+OUTCOME` lines, records for the gold patch at export); any other outcome prints FAILED, since the
+harness would count XFAIL as passing and a patch can make a failing test end xfailed at run time.
 The exported eval_script prints this between the harness's markers instead of pytest's console, so
 nothing a test prints can pose as a result. A report that records tampering, or has no end-of-run
 record, prints the reasons (`bugforge-tamper: ...`) and no result, as the graders do. Standard library only, Python 3.9."""
@@ -9,10 +12,19 @@ record, prints the reasons (`bugforge-tamper: ...`) and no result, as the grader
 import json
 import sys
 
-STATUS = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "skipped": "SKIPPED", "xfailed": "XFAIL"}
+def _gold(path):
+    out = {}
+    if path:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                nodeid, _, outcome = line.rstrip("\n").rpartition("\t")
+                if nodeid:
+                    out[nodeid] = outcome
+    return out
 
 
-def main(path):
+def main(path, gold_path=None):
+    gold = _gold(gold_path)
     outcomes, tamper, finished = {}, [], False
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -36,9 +48,10 @@ def main(path):
         print("bugforge-tamper: %s" % reason)
     if not tamper:
         for nodeid, outcome in sorted(outcomes.items()):
-            print("%s %s" % (STATUS.get(outcome, outcome.upper()), nodeid))
+            ok = outcome == "passed" or gold.get(nodeid) == outcome
+            print("%s %s" % ("PASSED" if ok else "FAILED", nodeid))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

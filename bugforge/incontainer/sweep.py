@@ -15,10 +15,13 @@ or removed, a new symbolic link) or that reaches test machinery is tampering: it
 (-I -S) so nothing the patch planted in the tree or on sys.path runs first."""
 
 import hashlib
+import io
 import os
 import re
 import subprocess
 import sys
+import sysconfig
+import tokenize
 
 TAMPER = 95
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
@@ -30,6 +33,12 @@ PLANTED = re.compile(
 # what Python or a test runner reads without it being source: bytecode and installed-package metadata
 GENERATED = re.compile(r"(^|/)(__pycache__/|[^/]*\.pyc$|[^/]*\.pyo$|[^/]*\.(egg|dist)-info(/|$)|[^/]*\.egg-link$)")
 GIT_CONTROL = ("config", "HEAD", "info", "hooks", "commondir", "gitdir")
+# modules the test runner imports (some only when present) besides the standard library and site-packages
+RUNNER_NAMES = {
+    "pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama", "pygments",
+    "argcomplete", "coverage", "xdist", "bugforge_incontainer", "sitecustomize", "usercustomize",
+}  # fmt: skip
+MODULE_FILE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z0-9_-]+)*\.(py|pyw|so|pyd)$")
 # added code in non-test files that reaches test machinery or the interpreter's own plumbing
 AUDIT = [
     (
@@ -43,7 +52,12 @@ AUDIT = [
     (re.compile(r"\bsettrace\b|\bsetprofile\b|\b_getframe\b|\bcurrentframe\b|\bf_back\b|\bf_locals\b"), "frames"),
     (re.compile(r"\bos\s*\.\s*_exit\b|\batexit\b|\bfaulthandler\b"), "exit hooks"),
     (re.compile(r"\bgc\s*\.\s*get_(objects|referrers|referents)\b|\bctypes\b"), "object walking"),
-    (re.compile(r"\bexec\s*\(|\b__import__\b"), "dynamic code"),
+    (re.compile(r"(?<![\w.])(exec|eval|compile)\s*\(|\b__import__\b|\bimport_module\b"), "dynamic code"),
+    (
+        re.compile(r"\b__(code|globals|closure|subclasses|builtins)__\b|\bf_globals\b|\btb_frame\b|\bgi_frame\b"),
+        "code objects",
+    ),
+    (re.compile(r"(^|;)\s*(import\s+gc\b|from\s+gc\s+import\b)|\b_current_frames\b"), "object walking"),
     (re.compile(r"bugforge|BUGFORGE_|PYTEST_CURRENT_TEST|PYTEST_ADDOPTS|PYTEST_PLUGINS"), "the grader's environment"),
 ]
 
@@ -144,33 +158,116 @@ def _ignored(paths):
 
 
 def _added_lines(path, new):
-    """The lines the patch adds to `path` (all of a new file's)."""
+    """The lines the patch adds to `path` (all of a new file's), as (line number, text)."""
     if new:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read().splitlines()
+                return list(enumerate(f.read().splitlines(), 1))
         except OSError:
             return []
     diff = _git("diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--", path, check=False)
-    return [
-        l[1:] for l in diff.decode("utf-8", "replace").splitlines() if l.startswith("+") and not l.startswith("+++")
-    ]
+    out, line = [], 0
+    for text in diff.decode("utf-8", "replace").splitlines():
+        hunk = re.match(r"@@ -\S+ \+(\d+)", text)
+        if hunk:
+            line = int(hunk.group(1))
+        elif text.startswith("+") and not text.startswith("+++"):
+            out.append((line, text[1:]))
+            line += 1
+    return out
 
 
-def audit(changes, test_files):
-    """{path: added lines} -> the reasons a change to non-test Python reaches test machinery."""
+def _comments(path):
+    """{line number: column where its comment starts}, read as Python tokens: a '#' in a string is no
+    comment. None when the file does not read as Python (then every line is read whole)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tokens = list(tokenize.generate_tokens(io.StringIO(f.read()).readline))
+    except (OSError, SyntaxError, tokenize.TokenError, ValueError):
+        return None
+    return {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+
+
+def audit(changes, test_files, comments=None):
+    """{path: [(line number, added line)]} -> the reasons a change to non-test Python reaches test
+    machinery. `comments`: {path: what _comments gives} (read from the tree when not given)."""
     dirs = dirs_of_tests(test_files)
     reasons = []
     for path, lines in sorted(changes.items()):
         if not path.endswith(".py") or path in test_files or any(path.startswith(d + "/") for d in dirs):
             continue
-        for line in lines:
-            code = line.split("#", 1)[0]
+        marks = (comments or {}).get(path) if comments is not None else _comments(path)
+        for number, line in lines:
+            code = line[: marks[number]] if marks and number in marks else line
             for pattern, what in AUDIT:
                 if pattern.search(code):
                     reasons.append("%s reaches %s: %s" % (path, what, line.strip()[:120]))
                     break
     return reasons
+
+
+def outside_names(root):
+    """Top-level module names importable from outside the tree: the standard library, site-packages
+    (and directories .pth files there name), built-in modules, and the runner's own (RUNNER_NAMES)."""
+    names = set(sys.builtin_module_names) | set(getattr(sys, "stdlib_module_names", ())) | RUNNER_NAMES
+    paths = sysconfig.get_paths()
+    dirs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    dirs.append(os.path.join(paths.get("platstdlib", ""), "lib-dynload"))
+    for site in (paths.get("purelib"), paths.get("platlib")):
+        for pth in _listdir(site):
+            if pth.endswith(".pth"):
+                dirs += [line.strip() for line in _read_lines(os.path.join(site, pth)) if line.startswith("/")]
+    root = os.path.abspath(root).rstrip("/") + "/"
+    for d in dirs:
+        if (os.path.abspath(d).rstrip("/") + "/").startswith(root):
+            continue
+        for entry in _listdir(d):
+            m = MODULE_FILE.match(entry)
+            if m:
+                names.add(m.group(1))
+            elif "." not in entry and os.path.isdir(os.path.join(d, entry)):
+                names.add(entry)
+    return names
+
+
+def _listdir(d):
+    try:
+        return os.listdir(d) if d else []
+    except OSError:
+        return []
+
+
+def _read_lines(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def shadowing(new_files, names):
+    """The new modules and packages whose top-level import name is one of `names`: a new file whose
+    directory is no package (any directory can be on sys.path: pytest puts test directories there), and
+    a new package (or namespace directory) whose parent is none."""
+    out = []
+    for path in sorted(new_files):
+        parts = path.split("/")
+        m = MODULE_FILE.match(parts[-1])
+        if m and not os.path.exists(os.path.join(*(parts[:-1] or ["."]), "__init__.py")) and m.group(1) in names:
+            out.append("%s is a new module named %s, which shadows the module of that name" % (path, m.group(1)))
+        for i in range(1, len(parts)):
+            package, parent = "/".join(parts[:i]), "/".join(parts[: i - 1]) or "."
+            if parts[i - 1] in names and not os.path.exists(os.path.join(parent, "__init__.py")):
+                if not _tracked_under(package):
+                    out.append(
+                        "%s is a new package named %s, which shadows the module of that name" % (package, parts[i - 1])
+                    )
+                break
+    return sorted(set(out))
+
+
+def _tracked_under(directory):
+    return bool(_git("ls-files", "--", directory, check=False).strip())
 
 
 def check(manifest, commit, test_files):
@@ -206,7 +303,7 @@ def check(manifest, commit, test_files):
     changed = _git("diff", "--name-only", "-z", "--no-renames", check=False).decode("utf-8", "surrogateescape")
     changes = {p: _added_lines(p, False) for p in changed.split("\0") if p}
     changes.update({p: _added_lines(p, True) for p in kept})
-    return tamper + audit(changes, test_files)
+    return tamper + shadowing(kept, outside_names(os.getcwd())) + audit(changes, test_files)
 
 
 def reset(manifest):

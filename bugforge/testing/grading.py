@@ -1,16 +1,16 @@
 """Grading: pure functions over per-test outcomes. One module, used three times: by the factory (is
 this bug valid? which tests are its labels?), by training (reward) and by evaluation (resolved?).
 
-The rules are SWE-bench's (pass_and_fail): a FAIL_TO_PASS test succeeds when it passed (or xfailed);
-a PASS_TO_PASS test succeeds when it passed, xfailed or was skipped; a missing test has failed.
+The rules are SWE-bench's (pass_and_fail) with one change: a FAIL_TO_PASS or PASS_TO_PASS test
+succeeds only when it passed, unless the gold patch gave it the same other outcome at export (`gold`:
+test -> outcome, recorded per test); xfailed and skipped are not passing, since a patch can make a
+failing test end either way at run time (docs/security.md). A missing test has failed.
 Resolved (FULL) = every FAIL_TO_PASS and every PASS_TO_PASS test succeeded."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-F2P_OK = ("passed", "xfailed")
-P2P_OK = ("passed", "xfailed", "skipped")
 FULL, PARTIAL, NO = "RESOLVED_FULL", "RESOLVED_PARTIAL", "RESOLVED_NO"
 
 
@@ -27,7 +27,7 @@ def labels(baseline_passing: set[str], outcomes: dict[str, str], ran: set[str]) 
     for t in sorted(baseline_passing):
         if not usable(t):
             continue
-        if t in ran and outcomes.get(t, "missing") not in F2P_OK:
+        if t in ran and outcomes.get(t, "missing") != "passed":
             f2p.append(t)
         elif t not in ran or outcomes.get(t) == "passed":
             p2p.append(t)
@@ -54,15 +54,21 @@ class Grade:
         return not self.PASS_TO_PASS["failure"]
 
 
-def grade(f2p: list[str], p2p: list[str], outcomes: dict[str, str]) -> Grade:
-    """Grade a run's per-test outcomes against an instance's labels."""
+def succeeded(test: str, outcome: str | None, gold: dict[str, str] | None = None) -> bool:
+    """Whether a labelled test succeeded: it passed, or had the outcome the gold patch gave it."""
+    return outcome == "passed" or (outcome is not None and (gold or {}).get(test) == outcome)
+
+
+def grade(f2p: list[str], p2p: list[str], outcomes: dict[str, str], gold: dict[str, str] | None = None) -> Grade:
+    """Grade a run's per-test outcomes against an instance's labels; `gold`: the non-pass outcomes the
+    gold patch gave labelled tests at export (an instance's `gold_outcomes`; none for bugforge's own)."""
     f = {
-        "success": [t for t in f2p if outcomes.get(t) in F2P_OK],
-        "failure": [t for t in f2p if outcomes.get(t) not in F2P_OK],
+        "success": [t for t in f2p if succeeded(t, outcomes.get(t), gold)],
+        "failure": [t for t in f2p if not succeeded(t, outcomes.get(t), gold)],
     }
     p = {
-        "success": [t for t in p2p if outcomes.get(t) in P2P_OK],
-        "failure": [t for t in p2p if outcomes.get(t) not in P2P_OK],
+        "success": [t for t in p2p if succeeded(t, outcomes.get(t), gold)],
+        "failure": [t for t in p2p if not succeeded(t, outcomes.get(t), gold)],
     }
     f_rate = len(f["success"]) / len(f2p) if f2p else 1.0
     p_rate = len(p["success"]) / len(p2p) if p2p else 1.0

@@ -3,9 +3,9 @@
     python -I -S reward.py EVAL_LOG LABELS_JSON REPORT_JSON
 
 Reads the log of the row's eval_script and the task's FAIL_TO_PASS / PASS_TO_PASS labels; prints 1
-when the eval script reached its end marker, reported no tampering, and every FAIL_TO_PASS test passed
-(or xfailed) and every PASS_TO_PASS test passed, xfailed or was skipped (SWE-bench's rules, as in
-bugforge.testing.grading), else 0; writes the per-test grading to REPORT_JSON. Standard library only,
+when the eval script reached its end marker, reported no tampering, and every FAIL_TO_PASS and
+PASS_TO_PASS test passed (the eval script prints PASSED only for a test that passed, or had the gold
+patch's outcome: bugforge.testing.grading), else 0; writes the per-test grading to REPORT_JSON. Standard library only,
 Python 3.9."""
 
 import json
@@ -13,8 +13,7 @@ import sys
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 TAMPER = "bugforge-tamper: "
-F2P_OK = ("PASSED", "XFAIL")
-P2P_OK = ("PASSED", "XFAIL", "SKIPPED")
+F2P_OK = P2P_OK = ("PASSED",)
 
 
 def parse(log):

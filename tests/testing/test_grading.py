@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from bugforge.testing.grading import F2P_OK, FULL, NO, P2P_OK, PARTIAL, grade, labels, usable
+from bugforge.testing.grading import FULL, NO, PARTIAL, grade, labels, succeeded, usable
 
 
-def test_outcomes_that_count_as_success():
-    assert set(F2P_OK) == {"passed", "xfailed"}  # a FAIL_TO_PASS test skipped did not pass
-    assert set(P2P_OK) == {"passed", "xfailed", "skipped"}
+def test_only_passed_succeeds_unless_gold_had_that_outcome():
+    """xfailed and skipped do not pass: a patch can make a failing test end either way at run time.
+    A test the gold patch left with another outcome (recorded per test) succeeds with that outcome."""
+    for outcome in ("xfailed", "skipped", "xpassed", "failed", "error", None):
+        assert not succeeded("t::a", outcome)
+    assert succeeded("t::a", "passed")
+    assert succeeded("t::a", "skipped", {"t::a": "skipped"}) and not succeeded("t::a", "xfailed", {"t::a": "skipped"})
+    assert not succeeded("t::b", "skipped", {"t::a": "skipped"})
+    assert grade(["t::f"], ["t::p"], {"t::f": "passed", "t::p": "skipped"}, {"t::p": "skipped"}).resolved
 
 
 def test_test_ids_with_whitespace_are_not_usable():
@@ -20,10 +26,9 @@ def test_test_ids_with_whitespace_are_not_usable():
 
 
 def test_labels_of_a_bug():
-    """A baseline-passing test that ran and did not pass or xfail (one skipped, or missing, has not
-    passed) is FAIL_TO_PASS; one that did not run keeps its baseline pass, one that ran and passed stays
-    passing: PASS_TO_PASS. A test that ran and xfailed is neither; tests that did not pass at baseline,
-    and ids with whitespace, are never labels. Both lists come sorted."""
+    """A baseline-passing test that ran and did not pass (skipped, xfailed, missing) is FAIL_TO_PASS;
+    one that did not run keeps its baseline pass, one that ran and passed stays passing: PASS_TO_PASS.
+    Tests that did not pass at baseline, and ids with whitespace, are never labels. Both lists come sorted."""
     baseline = {"t::c_fail", "t::a_err", "t::gone", "t::b_pass", "t::not_run", "t::skip", "t::xfail", "t::sp ace"}
     outcomes = {
         "t::c_fail": "failed",
@@ -36,7 +41,7 @@ def test_labels_of_a_bug():
     }
     ran = set(outcomes) | {"t::gone"}  # ran, but no outcome came back
     f2p, p2p = labels(baseline, outcomes, ran)
-    assert f2p == ["t::a_err", "t::c_fail", "t::gone", "t::skip"]
+    assert f2p == ["t::a_err", "t::c_fail", "t::gone", "t::skip", "t::xfail"]
     assert p2p == ["t::b_pass", "t::not_run"]
 
 
@@ -53,9 +58,11 @@ F2P, P2P = ["t::f1", "t::f2"], ["t::p1", "t::p2"]
 @pytest.mark.parametrize(
     "outcomes,status,f2p_success,p2p_failure",
     [
-        # every FAIL_TO_PASS test passed or xfailed, every PASS_TO_PASS one passed, xfailed or was skipped
-        ({"t::f1": "passed", "t::f2": "xfailed", "t::p1": "passed", "t::p2": "skipped"}, FULL, F2P, []),
-        ({"t::f1": "passed", "t::f2": "passed", "t::p1": "xfailed", "t::p2": "passed"}, FULL, F2P, []),
+        # every FAIL_TO_PASS and PASS_TO_PASS test passed
+        ({"t::f1": "passed", "t::f2": "passed", "t::p1": "passed", "t::p2": "passed"}, FULL, F2P, []),
+        # xfailed or skipped is not passing, for either list
+        ({"t::f1": "passed", "t::f2": "xfailed", "t::p1": "passed", "t::p2": "passed"}, PARTIAL, ["t::f1"], []),
+        ({"t::f1": "passed", "t::f2": "passed", "t::p1": "xfailed", "t::p2": "skipped"}, NO, F2P, P2P),
         # some FAIL_TO_PASS tests pass, none of PASS_TO_PASS broke: partial
         ({"t::f1": "passed", "t::f2": "failed", "t::p1": "passed", "t::p2": "passed"}, PARTIAL, ["t::f1"], []),
         ({"t::f1": "passed", "t::p1": "passed", "t::p2": "passed"}, PARTIAL, ["t::f1"], []),  # f2 missing

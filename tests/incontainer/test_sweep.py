@@ -1,0 +1,62 @@
+"""The sweep's static rules (bugforge/incontainer/sweep.py) on real files in a real git repository: the
+audit reads Python tokens (a '#' in a string is no comment), and a new module or package named like one
+importable from outside the tree (the standard library, site-packages, the runner) is shadowing."""
+
+from __future__ import annotations
+
+import os
+
+from bugforge.incontainer.sweep import _comments, audit, dirs_of_tests, outside_names, shadowing
+
+
+def test_audit_reads_tokens_not_text(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/core.py").write_text(
+        'x = "#"; import gc\n'  # a '#' in a string hides nothing after it
+        "y = 1  # sys.modules in a comment is fine\n"
+        's = """\n# not a comment: sys.modules\n"""\n'
+        "pattern = re.compile(r'a')\n"  # a method named compile is not the builtin
+        "z = compile('1', 'f', 'eval')\n"
+    )
+    lines = list(enumerate((tmp_path / "pkg/core.py").read_text().splitlines(), 1))
+    reasons = audit({"pkg/core.py": lines}, [])
+    flagged = [r.split(": ", 1)[1] for r in reasons]
+    assert flagged == ['x = "#"; import gc', "# not a comment: sys.modules", "z = compile('1', 'f', 'eval')"]
+
+
+def test_audit_leaves_tests_alone_and_reads_unparsable_files_whole(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text("def f(:\n    return 1  # sys.modules\n")
+    assert _comments("bad.py") is None
+    changes = {"bad.py": [(2, "    return 1  # sys.modules")], "tests/helpers.py": [(1, "import _pytest.runner")]}
+    assert len(audit(changes, ["tests/test_core.py"])) == 1
+
+
+def test_new_modules_shadowing_outside_names_are_flagged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    names = outside_names(str(tmp_path))
+    assert {"json", "os", "pytest", "_pytest", "pluggy", "bugforge_incontainer"} <= names
+    for d in ("pkg", "tests", "src/newpkg"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "pkg/__init__.py").write_text("")
+    new = {
+        "json.py": "",  # a top-level stdlib name
+        "tests/pluggy.py": "",  # a directory pytest puts on sys.path
+        "pkg/json.py": "",  # inside a package: pkg.json, no shadowing
+        "src/newpkg/ok.py": "",
+        "_pytest/__init__.py": "",  # a new package named like the runner's
+        "mylib_helpers.py": "",
+    }
+    for path, text in new.items():
+        os.makedirs(tmp_path / os.path.dirname(path) if os.path.dirname(path) else tmp_path, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    found = shadowing(list(new), names)
+    assert [r.split(" is a new ")[0] for r in found] == ["_pytest", "json.py", "tests/pluggy.py"]
+
+
+def test_test_directories_are_the_shallowest_named_test():
+    assert dirs_of_tests(["tests/unit/test_a.py", "src/pkg/testing/test_b.py", "test_root.py", "src/test_c.py"]) == {
+        "tests",
+        "src/pkg/testing",
+    }
