@@ -88,7 +88,11 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str], gold:
     `selection` with the probe (unprivileged, its verdict collected by root), its console kept out of
     the log, then the probe's report between the harness's markers in the form its pytest log parser
     reads (PASSED only for a test that passed, or had the outcome `gold` records for the gold patch)."""
-    gold_lines = [f"cat > {OUT}/gold.txt <<'BUGFORGE_GOLD'", *(f"{t}\t{o}" for t, o in gold.items()), "BUGFORGE_GOLD"]
+    gold_lines = [
+        f"cat > {OUT}/gold.txt <<'BUGFORGE_GOLD'",
+        *(f"{t}\t{o}" for t, o in (gold or {}).items()),
+        "BUGFORGE_GOLD",
+    ]
     return "\n".join(
         [
             "#!/bin/bash",
