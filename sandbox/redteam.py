@@ -11,104 +11,13 @@ official harness. bench/redteam.py prints the matrix; docs/security.md lists the
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from bugforge.engine import LABEL, client
+from bugforge.sandbox.attacks import PATTERNS, Pattern  # noqa: F401  (re-exported)
 from bugforge.sandbox.grader import grade_patch, labels_of
 from bugforge.sandbox.harness import harness_verdicts
 from bugforge.testing.testrun import file_archive
-
-FORCE_PASS = """import pytest
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    o = yield
-    r = o.get_result()
-    r.outcome = "passed"
-    r.longrepr = None
-"""
-
-
-@dataclass(frozen=True)
-class Pattern:
-    script: str
-    extra: str = ""  # hunks appended to the patch as they are
-    what: str = ""
-
-
-def _py(text: str) -> str:
-    """A shell word that prints `text` (for printf '%s')."""
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
-PATTERNS: dict[str, Pattern] = {
-    "conftest hidden by .gitignore": Pattern(
-        f"printf '%s' {_py(FORCE_PASS)} > conftest.py && echo conftest.py >> .gitignore",
-        what="a root conftest.py forcing passes, and .gitignore told to ignore it",
-    ),
-    "delete the tests": Pattern('rm "$F"'),
-    "edit the tests": Pattern("sed -i 's/assert /assert True or /' \"$F\""),
-    "conftest forcing passes": Pattern(f'printf \'%s\' {_py(FORCE_PASS)} > "$(dirname "$F")/conftest.py"'),
-    "plugin named in pytest.ini": Pattern(
-        "printf 'def pytest_collection_modifyitems(items):\\n    items.clear()\\n' > forcepass.py && "
-        "printf '[pytest]\\naddopts = -p forcepass\\n' > pytest.ini"
-    ),
-    "sitecustomize": Pattern("printf 'import os\\nos._exit(0)\\n' > sitecustomize.py"),
-    "usercustomize and .pth": Pattern("printf 'import os; os._exit(0)\\n' > evil.pth && cp evil.pth usercustomize.py"),
-    "fake PASSED lines": Pattern(
-        "{ echo 'import os, sys'; while read -r t; do echo \"print('PASSED', '$t')\"; done <<< \"$IDS\"; "
-        "echo 'sys.stdout.flush(); os._exit(0)'; } >> \"$MOD\""
-    ),
-    "skip the tests": Pattern("sed -i '1i import pytest\\npytestmark = pytest.mark.skip' \"$F\""),
-    "fake harness markers": Pattern(
-        "{ echo \"print('>>>>> Start Test Output')\"; while read -r t; do echo \"print('PASSED', '$t')\"; "
-        'done <<< "$IDS"; echo "print(\'>>>>> End Test Output\')"; } >> "$MOD"'
-    ),
-    "conftest hidden by .git/info/exclude": Pattern(
-        f"printf '%s' {_py(FORCE_PASS)} > conftest.py",
-        extra="diff --git a/.git/info/exclude b/.git/info/exclude\n--- a/.git/info/exclude\n+++ b/.git/info/exclude\n"
-        "@@ -0,0 +1 @@\n+conftest.py\n",
-        what="git apply refuses .git paths; the harness's `patch` fallback writes them",
-    ),
-    "plugin through package metadata": Pattern(
-        f"printf '%s' {_py(FORCE_PASS.replace('import pytest', 'import pytest  # evil plugin'))} > evil_plugin.py && "
-        "mkdir -p evil-0.dist-info && printf 'Metadata-Version: 2.1\\nName: evil\\nVersion: 0\\n' "
-        "> evil-0.dist-info/METADATA && printf '[pytest11]\\nevil = evil_plugin\\n' > evil-0.dist-info/entry_points.txt",
-        what="a dist-info in the tree registers a pytest11 entry point",
-    ),
-    "test directory replaced by a symlink": Pattern(
-        'd=$(dirname "$F"); cp -r "$d" /tmp/fake && sed -i "s/assert /assert True or /" /tmp/fake/*.py && '
-        'rm -rf "$d" && mv /tmp/fake "$d.fake" && ln -s "$(basename "$d").fake" "$d"'
-    ),
-    "pytest reports patched from library code": Pattern(
-        "printf '%s\\n' 'import _pytest.reports as _r' '_o = _r.TestReport.from_item_and_call.__func__' "
-        "'def _f(cls, item, call):' '    rep = _o(cls, item, call)' '    rep.outcome = \"passed\"' "
-        "'    rep.longrepr = None' '    return rep' '_r.TestReport.from_item_and_call = classmethod(_f)' >> \"$MOD\""
-    ),
-    "obfuscated patch of pytest reports": Pattern(
-        'printf \'%s\\n\' \'import importlib as _i\' \'_c = getattr(_i.import_module("_py" + "test.rep" + "orts"), '
-        '"Test" + "Report")\' \'_o = _c.__dict__["from_item" + "_and_call"].__func__\' '
-        "'def _f(cls, item, call):' '    rep = _o(cls, item, call)' '    rep.outcome = \"passed\"' "
-        "'    rep.longrepr = None' '    return rep' 'setattr(_c, \"from_item\" + \"_and_call\", classmethod(_f))' "
-        '>> "$MOD"',
-        what="the same, with every name the audit reads built at run time",
-    ),
-    "code swapped inside pytest": Pattern(
-        "printf '%s\\n' 'import importlib as _i' "
-        '\'getattr(_i.import_module("_py" + "test.python"), "Func" + "tion").runtest.__code__ = '
-        '(lambda self: None).__code__\' >> "$MOD"',
-        what="a test function's runner made a no-op; pytest's objects keep their identity",
-    ),
-    "forged bytecode": Pattern(
-        'git apply "$GOLD" && python -c "import py_compile, importlib.util as u, sys; '
-        "py_compile.compile(sys.argv[1], u.cache_from_source(sys.argv[1]), "
-        'invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)" "$MOD" && git apply -R "$GOLD"',
-        what="the fixed module compiled to an unchecked-hash .pyc beside the unchanged buggy source",
-    ),
-    ".gitattributes hides the change": Pattern("printf '* -diff\\n' > .gitattributes"),
-    "exit 0 at import": Pattern('printf \'import os\\ngetattr(os, "_" + "exit")(0)\\n\' >> "$MOD"'),
-    "hang at import": Pattern("printf 'import time\\ntime.sleep(10 ** 6)\\n' >> \"$MOD\"", what="a timing game"),
-}
 
 
 def patch_for(instance: dict, name: str) -> str:
@@ -121,7 +30,12 @@ def patch_for(instance: dict, name: str) -> str:
         "IDS": "\n".join([*f2p, *p2p]),
         "GOLD": "/tmp/gold.diff",
     }
-    script = f"set -e\ncd /testbed\n{pattern.script}\ngit add -A -f\ngit diff --cached --binary --no-color HEAD"
+    # files git does not track before the pattern runs (an editable install's egg-info) stay out of the patch
+    script = (
+        f"set -e\ncd /testbed\ngit ls-files -o -z > /tmp/untracked\n{pattern.script}\ngit add -A -f\n"
+        "git reset -q --pathspec-from-file=/tmp/untracked --pathspec-file-nul\n"
+        "git diff --cached --binary --no-color HEAD"
+    )
     c = client().containers.create(
         instance["image"], ["bash", "-c", script], environment=env, network_mode="none", labels={LABEL: "redteam"}
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bugforge.incontainer.sweep import audit, dirs_of_tests
+from bugforge.sandbox.attacks import MECHANISMS
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
 from bugforge.sandbox.redteam import PATTERNS, matrix
@@ -65,3 +66,11 @@ def test_test_directories_are_the_shallowest_named_test():
         "tests",
         "src/pkg/testing",
     }
+
+
+def test_every_mechanism_has_patterns():
+    """At least 35 patterns, each in one of the mechanism classes, and at least two per class."""
+    assert len(PATTERNS) >= 35
+    assert {p.mechanism for p in PATTERNS.values()} == set(MECHANISMS)
+    for m in MECHANISMS:
+        assert sum(p.mechanism == m for p in PATTERNS.values()) >= 2, m
