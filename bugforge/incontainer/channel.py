@@ -6,8 +6,9 @@ grading) makes the pair, starts the test process with one end (BUGFORGE_CHANNEL 
 and reads records from the other with the kernel's credentials of each sender (SO_PASSCRED: a process
 cannot send another's pid). It writes each record it accepts to the run's report, a file of its own, as
 it arrives (a killed run still tells which tests finished). It accepts a record only from the process it
-started and only until that process's `finish` record; anything else is a `tamper` event in the report.
-docs/security.md. Python 3.9, standard library only."""
+started and only until that process's `finish` record, a test's outcome only once and only after its
+`start`; and the process must exit with the status its `finish` record gave. Anything else is a
+`tamper` event in the report. docs/security.md. Python 3.9, standard library only."""
 
 import json
 import os
@@ -54,6 +55,8 @@ class Collector:
         self.finished = False
         self.closed = False
         self.tamper = []
+        self.started, self.ended = set(), set()  # node ids with a `start`, with a `test` record
+        self.status = None  # the exit status the `finish` record gave
         fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.out = os.fdopen(fd, "w", buffering=1)
 
@@ -93,8 +96,26 @@ class Collector:
         if not isinstance(record, dict):
             self._tamper("the test process sent a record that is not an object")
             return
+        self._order(record)
         self.out.write(json.dumps(record) + "\n")
-        self.finished = record.get("event") == "finish"
+        if record.get("event") == "finish":
+            self.finished, self.status = True, record.get("exitstatus")
+
+    def _order(self, record):
+        event, nodeid = record.get("event"), record.get("nodeid")
+        if event == "start":
+            self.started.add(nodeid)
+        elif event == "test":
+            if nodeid in self.ended:
+                self._tamper("%s was reported twice" % nodeid)
+            elif nodeid not in self.started:
+                self._tamper("%s was reported without having started" % nodeid)
+            self.ended.add(nodeid)
+
+    def exited(self, status):
+        """The started process's exit status: it must be the one its `finish` record gave."""
+        if self.finished and status != self.status:
+            self._tamper("the test process exited with %s after reporting %s" % (status, self.status))
 
     def _tamper(self, reason):
         if reason not in self.tamper:

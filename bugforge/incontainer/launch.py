@@ -57,8 +57,10 @@ def run(report, args, user=None):
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    collector.exited(code)
     collector.close()
-    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    return code
 
 
 def main(argv):

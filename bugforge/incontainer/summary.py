@@ -12,6 +12,7 @@ record, prints the reasons (`bugforge-tamper: ...`) and no result, as the grader
 import json
 import sys
 
+
 def _gold(path):
     out = {}
     if path:

@@ -58,6 +58,7 @@ AUDIT = [
         "code objects",
     ),
     (re.compile(r"(^|;)\s*(import\s+gc\b|from\s+gc\s+import\b)|\b_current_frames\b"), "object walking"),
+    (re.compile(r"/proc/self/fd|/proc/\d+/fd|\bfromfd\b"), "the process's descriptors"),
     (re.compile(r"bugforge|BUGFORGE_|PYTEST_CURRENT_TEST|PYTEST_ADDOPTS|PYTEST_PLUGINS"), "the grader's environment"),
 ]
 

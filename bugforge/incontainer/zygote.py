@@ -107,6 +107,7 @@ class Server:
         code, timed_out = run_child(self, req, log, guard, collector, theirs, plan)
         if guard:  # nothing of the run may speak after it
             guard.kill_user()
+        collector.exited(code)
         collector.close()
         if code == NOT_SWAPPABLE and changes_defaults(plan):
             out.not_swappable = True  # (the child stopped before pytest: nothing ran)
