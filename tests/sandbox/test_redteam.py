@@ -4,6 +4,10 @@ resolved, and the gold patch is resolved by all three. Real containers, the real
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from bugforge.incontainer.sweep import audit, dirs_of_tests
@@ -20,7 +24,10 @@ def red(calc_runs, instances):
     ((env, testmap),) = find_environments(instances, calc_runs)
     grader = EnvGrader(env, testmap)
     try:
-        yield matrix(instances[0], grader, timeout=30)
+        red = matrix(instances[0], grader, timeout=30)
+        if os.environ.get("REDTEAM_MATRIX"):  # a file to keep the whole matrix in (bench, reports)
+            Path(os.environ["REDTEAM_MATRIX"]).write_text(json.dumps(red, indent=1))
+        yield red
     finally:
         grader.close()
 
