@@ -13,6 +13,7 @@ import pytest
 from .protocol import Response
 from .pycache import settle
 from .shell import tail
+from .start import PROBE
 
 
 class Held:
@@ -96,6 +97,9 @@ def preload(server, req):
 
     def hold(session):
         restore()
+        probe = sys.modules.get(PROBE)
+        if probe is not None:  # the clean tree's collection is the runs' starting point: snapshot it
+            probe.plugin.integrity.snapshot()
         server.held.session, server.held.args = session, list(req.preload)
         server.answer(Response(preloaded=len(server.live.sources), held=True, exit=0, log=tail(log_path)))
         server.serve(sys.stdin)  # the next requests, from inside this pytest run
