@@ -4,16 +4,17 @@
 importable. It records, for every module of pytest, pluggy and the probe's own package, and for the
 standard-library modules the probe's records pass through (VERDICT_STDLIB), every attribute of the
 module and of every class defined there (its whole `__dict__`, so an added attribute counts too), and
-the code, defaults and keyword defaults of every function among them. Nothing is picked by hand: the
-only attributes allowed to change are VOLATILE ones, which pytest itself swaps while it runs, and only to
-values defined by the runner or the standard library.
+the code, defaults and keyword defaults of every function among them. Nothing is picked by hand.
+`check` compares: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
+added that hides a base class's method or property; elsewhere a change is allowed only to a value
+whose code comes from installed files (pytest and its plugins rebind things while they run), never
+from the tree or anywhere the test user can write. No function's code may be swapped.
 
-`check` compares the process against the snapshot; the probe calls it before each test (so after the
-previous one and after collection), when a test's report is logged, and when the session finishes.
-The session-finish checks (`problems`) add: a reporting hook registered after pytest was configured that
-lives in the project's non-test code, the probe's own hooks no longer registered, a test with more than
-one outcome or, in a run that went to its end, none. docs/security.md states what this does and does
-not catch. Python 3.9, standard library only."""
+The probe calls `check` before the first test, at each test's call report and at the session's finish
+(`problems`, which adds: a reporting hook registered after pytest was configured that lives in the
+project's non-test code, the probe's own hooks no longer registered, a test with more than one outcome
+or, in a run that went to its end, none). docs/security.md states what this does and does not catch.
+Python 3.9, standard library only."""
 
 import operator
 import os
@@ -88,7 +89,9 @@ def _files_of(value):
     if isinstance(value, (types.BuiltinFunctionType, types.ModuleType)) or not (
         callable(value) or hasattr(type(value), "__get__")
     ):
-        return [] if not hasattr(value, "__dict__") or isinstance(value, types.ModuleType) else _class_files(type(value))
+        return (
+            [] if not hasattr(value, "__dict__") or isinstance(value, types.ModuleType) else _class_files(type(value))
+        )
     return _class_files(value if isinstance(value, type) else type(value))
 
 
@@ -139,6 +142,7 @@ class Integrity:
             [f for _, f in functions],
             [tuple(get(f) for _, f in functions) for get in _STATE],
         )
+
     def _record(self, where, owner, namespace, strict, functions):
         keys = tuple(namespace)
         values = tuple(namespace[k] for k in keys)
