@@ -138,6 +138,8 @@ class ExpertPolicy:
     def __post_init__(self):
         self._script = self._episode()
         self._started = False
+        self.last_action: tuple[str, dict] = ("", {})
+        """(tool, args) of the last turn, the editor's commands included (what the text format writes as bash)."""
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Turn:
         obs = messages[-1]["content"] if messages and messages[-1]["role"] in ("user", "tool") else ""
@@ -146,6 +148,7 @@ class ExpertPolicy:
         except StopIteration:
             thought, tool, args = "Done.", "submit", {}
         self._started = True
+        self.last_action = (tool, args)
         step = sum(1 for m in messages if m["role"] == "assistant")
         if self.mode == "tools":
             call = {"name": tool, "arguments": json.dumps(args)}
@@ -224,3 +227,26 @@ class ExpertPolicy:
 def _failed(obs: str) -> bool:
     """Whether an edit's observation says it did not apply (editor error, or a non-zero bash exit)."""
     return (obs or "").startswith("error:") or bool(re.match(r"exit code: [1-9]", obs or ""))
+
+
+def localized_start(instance: dict, actor, cfg) -> list[dict]:
+    """The curriculum's localized-repair stage: the opening messages plus the SCRIPTED expert's localization
+    turns (run a failing test, find the function, view the code), carried out in the episode's session
+    through the engine's `step`, up to its first edit, which is left to the model. Raises
+    engine.SandboxFailure when the session fails."""
+    from bugforge.agent.engine import SandboxFailure, step
+    from bugforge.agent.tools import TOOL_SCHEMAS
+
+    expert = ExpertPolicy(instance, cfg.mode)
+    messages = actor.prompts.messages(instance, cfg.mode)
+    tools = TOOL_SCHEMAS if cfg.mode == "tools" else None
+    for _ in range(cfg.max_steps):
+        turn = expert.complete(messages, tools)
+        tool, args = expert.last_action
+        if tool == "submit" or (tool == "str_replace_editor" and args.get("command") != "view"):
+            break
+        s = step(turn, actor, cfg)
+        if s.exit_reason == "sandbox_error":
+            raise SandboxFailure(s.error)
+        messages += s.messages
+    return messages

@@ -17,9 +17,10 @@ from pathlib import Path
 from bugforge.errors import BugforgeError
 from bugforge.training.config import PRESETS, GRPOTrainConfig
 from bugforge.training.rollout import (
+    BatchedGenerator,
     Episode,
-    TransformersGenerator,
     VLLMGenerator,
+    group_signal,
     prompt_messages,
     reward_of,
     run_episode,
@@ -31,18 +32,24 @@ def _key(prompt: list[dict]) -> str:
 
 
 class SWERollout:
-    """TRL's rollout_func: prompts (one per row, G consecutive rows per task) -> episodes, in order."""
+    """TRL's rollout_func: prompts (one per row, G consecutive rows per task) -> episodes, in order. Each
+    episode runs on the agent's engine (training.rollout.run_episode); then infrastructure failures get a
+    None reward (out of their group's statistics), and groups with no signal are run again
+    (`resample_equal_groups`) or skipped (training.rollout.group_signal). `generator` replaces the model's
+    (a scripted one in tests)."""
 
-    def __init__(self, instances: list[dict], tok, cfg: GRPOTrainConfig, sandbox):
-        self.by_prompt = {_key(prompt_messages(r)): r for r in instances}
-        self.tok, self.cfg, self.sandbox = tok, cfg, sandbox
+    def __init__(self, instances: list[dict], tok, cfg: GRPOTrainConfig, sandbox, generator=None):
+        self.by_prompt = {_key(prompt_messages(r, cfg)): r for r in instances}
+        self.tok, self.cfg, self.sandbox, self.gen = tok, cfg, sandbox, generator
         self.last: dict = {}
         self.episodes: list[Episode] = []
         self.lock = threading.Lock()
 
     def generator(self, trainer):
+        if self.gen is not None:
+            return self.gen
         if self.cfg.backend == "transformers":
-            return TransformersGenerator(trainer.model, self.tok)
+            return BatchedGenerator(trainer.model, self.tok, max_batch=self.cfg.rollout_workers)
         return VLLMGenerator(trainer)
 
     def _one(self, prompt, gen) -> Episode:
@@ -58,11 +65,12 @@ class SWERollout:
         finally:
             session.close()
         grade = None
-        if ep.patch.strip():
+        if ep.patch.strip() and not ep.infra:
             try:  # on the sandbox's nodes when it grades (RaySandbox), else on this machine's engine
                 grade = getattr(self.sandbox, "grade", grade_patch)(inst, ep.patch)
-            except BugforgeError as e:
-                ep.error = f"grading: {e.what}"
+            except BugforgeError as e:  # infrastructure: no reward signal, no loss
+                ep.error, ep.infra, ep.filtered = f"grading: {e.what}", True, True
+                ep.env_mask = [0] * len(ep.env_mask)
         ep.reward = reward_of(grade, self.cfg.reward)
         ep.resolved = bool(grade and grade.resolved)
         return ep
@@ -70,8 +78,19 @@ class SWERollout:
     def __call__(self, prompts: list, trainer) -> dict:
         t0 = time.monotonic()
         gen = self.generator(trainer)
+        g = self.cfg.num_generations
         with ThreadPoolExecutor(max_workers=self.cfg.rollout_workers) as pool:
             eps = list(pool.map(lambda p: self._one(p, gen), prompts))  # map keeps input order
+            resampled = 0
+            for _ in range(self.cfg.resample_equal_groups):
+                flat = [i for i in range(0, len(eps), g) if _no_signal(eps[i : i + g])]
+                if not flat:
+                    break
+                resampled += len(flat)
+                rows = [j for i in flat for j in range(i, min(i + g, len(eps)))]
+                for j, ep in zip(rows, pool.map(lambda j: self._one(prompts[j], gen), rows)):
+                    eps[j] = ep
+        signal = group_signal(eps, g)
         with self.lock:
             self.episodes = eps
             self.last = {
@@ -81,15 +100,28 @@ class SWERollout:
                 "model_tokens": sum(e.model_tokens for e in eps),
                 "tokens": sum(len(e.completion_ids) for e in eps),
                 "exit_reasons": {r: sum(e.exit_reason == r for e in eps) for r in {e.exit_reason for e in eps}},
+                **signal,
+                "resampled_groups": resampled,
+                "stage": self.cfg.stage,
+                **({"generation_batches": _mean(gen.batches)} if getattr(gen, "batches", None) else {}),
             }
         return {
             "prompt_ids": [e.prompt_ids for e in eps],
             "completion_ids": [e.completion_ids for e in eps],
             "logprobs": [e.logprobs for e in eps],
             "env_mask": [e.env_mask for e in eps],
-            "episode_reward": [e.reward for e in eps],
+            "episode_reward": [None if e.infra else e.reward for e in eps],
             "resolved": [e.resolved for e in eps],
         }
+
+
+def _no_signal(group: list[Episode]) -> bool:
+    scored = [e.reward for e in group if not e.infra]
+    return len(scored) < 2 or len(set(scored)) == 1
+
+
+def _mean(xs: list[int]) -> float:
+    return round(sum(xs) / len(xs), 3)
 
 
 class _Failed:
@@ -107,9 +139,10 @@ class _Failed:
         pass
 
 
-def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[float]:
-    """The reward is the grading, computed in the rollout (it needs the sandbox, not the text)."""
-    return [float(r) for r in episode_reward]
+def test_pass_reward(prompts, completions, episode_reward, **kwargs) -> list[float | None]:
+    """The reward is the grading, computed in the rollout (it needs the sandbox, not the text). None for an
+    infrastructure failure: TRL then leaves the episode out of its group's mean and std (advantage 0)."""
+    return [None if r is None else float(r) for r in episode_reward]
 
 
 def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandbox, *, resume: bool = False):
@@ -160,7 +193,7 @@ def build_trainer(instances: list[dict], model, tok, cfg: GRPOTrainConfig, sandb
         how = {"environment_factory": driver, "reward_funcs": None}
     else:
         driver = SWERollout(instances, tok, cfg, sandbox)
-        rows = [{"prompt": prompt_messages(r), "instance_id": r["instance_id"]} for r in instances]
+        rows = [{"prompt": prompt_messages(r, cfg), "instance_id": r["instance_id"]} for r in instances]
         dataset = Dataset.from_list(rows)
         how = {"rollout_func": driver, "reward_funcs": [test_pass_reward]}
     metrics_path = out / "metrics.jsonl"

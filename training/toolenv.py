@@ -16,8 +16,9 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from bugforge.agent.loop import SYSTEM, TASK, TOOLS_FORMAT, _clip
-from bugforge.agent.tools import Editor
+from bugforge.agent.config import AgentConfig
+from bugforge.agent.engine import Actor, SandboxFailure
+from bugforge.agent.tools import Action
 from bugforge.errors import BugforgeError
 from bugforge.training.config import TOOL_TEMPLATES
 from bugforge.training.rollout import reward_of
@@ -38,6 +39,8 @@ class ToolEpisode:
     resolved: bool = False
     reward: float = 0.0
     error: str = ""
+    infra: bool = False
+    """The session or the grading failed: get_reward returns None (out of the group's statistics)."""
 
 
 class ToolEnvFactory:
@@ -52,14 +55,19 @@ class ToolEnvFactory:
         *,
         reward: str = "binary",
         command_timeout: float = 60,
-        observation_chars: int = 8_000,
+        observation_chars: int = AgentConfig.observation_chars,
         grade_timeout: float = 600,
+        prompts: str = "",
     ):
         if reward not in ("binary", "partial"):
             raise BugforgeError(f"unknown reward {reward!r}", "use binary or partial")
         self.instances = {r["instance_id"]: r for r in instances or []}
         self._sandbox, self._owns_sandbox = sandbox, sandbox is None
         self.reward, self.command_timeout, self.observation_chars = reward, command_timeout, observation_chars
+        self.agent_config = AgentConfig(
+            mode="tools", command_timeout=command_timeout, observation_chars=observation_chars, prompts=prompts
+        ).check()
+        """The engine's configuration for the tools: the same observations as `run-agent --format tools`."""
         self.grade_timeout = grade_timeout
         self.envs: list[BugforgeToolEnv] = []
         self.episodes: list[ToolEpisode] = []
@@ -141,7 +149,7 @@ class BugforgeToolEnv:
         self._instance: dict | None = None
         self._pending: Future | None = None
         self._grading: Future | None = None
-        self._editor: Editor | None = None
+        self._actor: Actor | None = None
         self._episode: ToolEpisode | None = None
         self._lock = threading.Lock()
         with self._factory.lock:
@@ -155,13 +163,16 @@ class BugforgeToolEnv:
         f = self._factory
         inst = f.instance(row)
         f._started()
-        self._instance, self._episode, self._editor = inst, ToolEpisode(inst["instance_id"]), None
+        self._instance, self._episode, self._actor = inst, ToolEpisode(inst["instance_id"]), None
         self._pending = f.pool.submit(f.sandbox.create, image=inst["image"])
-        task = TASK.format(problem=inst["problem_statement"])
-        return task if "prompt" in row else SYSTEM.format(format=TOOLS_FORMAT) + "\n\n" + task
+        prompts = f.agent_config.load_prompts()
+        task = prompts.task_prompt(inst)
+        return task if "prompt" in row else prompts.system_prompt("tools") + "\n\n" + task
 
-    def get_reward(self) -> float:
-        """The graded reward of the episode's patch (binary or partial, 0 for SUSPICIOUS and failures)."""
+    def get_reward(self) -> float | None:
+        """The graded reward of the episode's patch (binary or partial, 0 for SUSPICIOUS and a patch that fails
+        to apply); None when the infrastructure failed (the session or the grading: `infra`), which TRL leaves
+        out of the group's mean and std."""
         ep = self._episode
         if ep is None:
             return 0.0
@@ -173,10 +184,10 @@ class BugforgeToolEnv:
             ep.resolved = bool(grade and grade.resolved)
             ep.status = grade.status if grade else ("ERROR" if ep.error else "EMPTY_PATCH")
         except Exception as e:  # grading infrastructure failed: no reward, said in the record
-            ep.reward, ep.status, ep.error = 0.0, "ERROR", str(e)
+            ep.reward, ep.status, ep.error, ep.infra = 0.0, "ERROR", str(e), True
         self._factory._graded(ep)
         self._episode, self._grading = None, None
-        return ep.reward
+        return None if ep.infra else ep.reward
 
     # --- tools ----------------------------------------------------------------------------------
     def bash(self, command: str) -> str:
@@ -185,16 +196,7 @@ class BugforgeToolEnv:
         Args:
             command: The command line to run.
         """
-        try:
-            r = self._session().run(command, self._factory.command_timeout)
-        except BugforgeError as e:
-            return f"error: {e.what}"
-        out = r.output
-        if r.timed_out:
-            out += f"\n[the command ran past {self._factory.command_timeout:.0f} s and was interrupted]"
-        if r.truncated:
-            out += "\n[output truncated]"
-        return f"exit code: {r.exit_code}\n{_clip(out, self._factory.observation_chars)}"
+        return self._observe(Action("bash", {"command": command}))
 
     def str_replace_editor(
         self,
@@ -219,27 +221,37 @@ class BugforgeToolEnv:
         """
         args = {"command": command, "path": path, "file_text": file_text, "old_str": old_str, "new_str": new_str}
         args.update(insert_line=insert_line, view_range=view_range)
-        try:
-            session = self._session()
-            if self._editor is None or self._editor.session is not session:
-                self._editor = Editor(session)
-            return _clip(
-                self._editor({k: v for k, v in args.items() if v is not None}), self._factory.observation_chars
-            )
-        except BugforgeError as e:
-            return f"error: {e.what}"
+        return self._observe(Action("str_replace_editor", {k: v for k, v in args.items() if v is not None}))
 
     def submit(self) -> str:
         """Submit the current changes as the final answer; the episode ends and no tool works after it."""
         try:
             self._session()
         except BugforgeError as e:
-            return f"error: {e.what}"
+            return self._factory.agent_config.load_prompts().tool_error.format(error=e.what)
         self._episode.submitted = True
         self._finish()
         return "Submitted. The changes are being graded; the episode is over."
 
     # --- internals ------------------------------------------------------------------------------
+    def _observe(self, action: Action) -> str:
+        """The engine's observation of `action` (agent.engine.Actor); a failed session is an infrastructure
+        failure of the episode (its reward is None), told to the model as an error."""
+        prompts = self._factory.agent_config.load_prompts()
+        try:
+            session = self._session()
+        except BugforgeError as e:
+            if self._episode is not None and not self._episode.submitted and self._pending is not None:
+                self._episode.infra, self._episode.error = True, e.what  # the session could not be made
+            return prompts.tool_error.format(error=e.what)
+        if self._actor is None or self._actor.session is not session:
+            self._actor = Actor(session, self._factory.agent_config)
+        try:
+            return self._actor.observe(action)[0]
+        except SandboxFailure as e:
+            self._episode.infra, self._episode.error = True, str(e)
+            return prompts.tool_error.format(error=e)
+
     def _session(self):
         if self._episode is None:
             raise BugforgeError("no episode is running", "call reset first")
@@ -254,13 +266,13 @@ class BugforgeToolEnv:
         try:
             ep.patch = self._pending.result().diff() if self._pending else ""
         except Exception as e:
-            ep.error = f"no diff: {e}"
+            ep.error, ep.infra = f"no diff: {e}", True
         self._close()
         self._grading = f.pool.submit(_grade, f.sandbox, inst, ep.patch, f.grade_timeout)
 
     def _close(self) -> None:
         with self._lock:
-            pending, self._pending, self._editor = self._pending, None, None
+            pending, self._pending, self._actor = self._pending, None, None
         if pending is None:
             return
         try:
@@ -289,7 +301,7 @@ def task_dataset(instances: list[dict]):
     (`reset` appends the task), and the `instance_id` that `reset` receives."""
     from datasets import Dataset
 
-    system = SYSTEM.format(format=TOOLS_FORMAT)
+    system = AgentConfig(mode="tools").load_prompts().system_prompt("tools")
     prompt = [{"role": "system", "content": system}, {"role": "user", "content": ""}]
     return Dataset.from_list([{"prompt": prompt, "instance_id": r["instance_id"]} for r in instances])
 
