@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +57,12 @@ def connect(address: str):
 class _Host:
     """The body of a worker actor: holds one worker, made on its node, and runs calls on it."""
 
-    def __init__(self, make: Callable[[], Any], image: str | None):
+    def __init__(self, make: Callable[[], Any], image: str | None, refs: Sequence[str] = ()):
         self.worker, self.error = None, None  # a worker that cannot start says why at its first call
+        self.pulled: set[str] = set()
         try:
             if image:
-                require_image(image)
+                require_image(image, refs)
             self.worker = make()
         except Exception as e:
             self.error = e
@@ -69,7 +70,22 @@ class _Host:
     def call(self, fn: Callable[[Any, Any], Any], item: Any) -> Any:
         if self.error is not None:
             raise self.error
+        self.pull_for(item)
         return fn(self.worker, item)
+
+    def pull_for(self, item: Any) -> None:
+        """Pull the images of the dataset rows in `item` (a row, or a tuple holding rows) that this node
+        lacks and a registry has (a pushed dataset's rows: docs/scale.md); images that name no registry
+        are left to the call, which reports them as before."""
+        from bugforge.images.registry import dataset_images, ensure
+
+        rows = [item] if isinstance(item, dict) else []
+        if isinstance(item, tuple):
+            rows = [x for x in item if isinstance(x, dict)]
+        for name, ref in dataset_images(rows):
+            if ref and name not in self.pulled:
+                ensure(name, [ref], where=f"node {socket.gethostname()}")
+                self.pulled.add(name)
 
     def node(self) -> str:
         import ray
@@ -82,18 +98,12 @@ class _Host:
             close()
 
 
-def require_image(image: str) -> None:
-    import docker.errors
+def require_image(image: str, refs: Sequence[str] = ()) -> None:
+    """Image `image` on this node: present, or pulled (by its own name when it names a registry, else
+    from the first of `refs`, then tagged `image`); one line naming the image and the node if neither."""
+    from bugforge.images.registry import ensure
 
-    from bugforge.engine import client
-
-    try:
-        client().images.get(image)
-    except docker.errors.ImageNotFound:
-        raise BugforgeError(
-            f"image {image} is not on node {socket.gethostname()}",
-            "build the environment there from its recipe.json (docs/scale.md)",
-        ) from None
+    ensure(image, refs, where=f"node {socket.gethostname()}")
 
 
 def fan_out(
@@ -108,10 +118,16 @@ def fan_out(
 ) -> Iterator[tuple[str, Any]]:
     """`(key, call(worker, item))` for each `(key, item)`, as results land, each key once. `workers`
     actors (spread over the nodes that have the resource) each hold `make()` and run one item at a time.
-    `make` and `call` travel to the nodes by pickle: module-level functions or partials of them."""
+    `make` and `call` travel to the nodes by pickle: module-level functions or partials of them.
+    `image` must be on each actor's node; a node without it pulls it from a registry reference this
+    engine knows for it (`bugforge images push` records them), else the actor fails with one line. An
+    item that is a dataset row, or a tuple holding rows, has its rows' registry images pulled on the node
+    first (a pushed dataset: docs/scale.md)."""
     cfg = config or ClusterConfig(address=address)
     ray = connect(address)
     from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+    from bugforge.images.registry import local_refs
 
     pending = collections.deque(items)
     if not pending:
@@ -120,7 +136,8 @@ def fan_out(
         num_cpus=0, resources={cfg.resource: 1}, max_restarts=-1, max_task_retries=0, scheduling_strategy="SPREAD"
     )
     fn = ray.put(call)
-    actors = [Actor.remote(make, image) for _ in range(max(1, min(workers, len(pending))))]
+    refs = local_refs(image) if image else []  # where the nodes can pull it from (a push recorded them)
+    actors = [Actor.remote(make, image, refs) for _ in range(max(1, min(workers, len(pending))))]
     running: dict[Any, tuple[Any, str, Any]] = {}  # object ref -> (actor, key, item)
     tries: collections.Counter = collections.Counter()
     seen: set[str] = set()

@@ -16,4 +16,9 @@ if [ ! -x /usr/bin/chromium ]; then  # the headless browser tests/view drive wit
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null 2>&1 \
     || echo "setup: could not install Debian's chromium (tests/view need /usr/bin/chromium)" >&2
 fi
+if ! command -v docker-registry >/dev/null 2>&1; then  # a real registry for tests/images/test_registry.py
+  echo "setup: apt-get install docker-registry"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; } >/dev/null 2>&1 \
+    || echo "setup: could not install Debian's docker-registry (the registry tests will skip)" >&2
+fi
 bugforge images build

@@ -1,4 +1,5 @@
-"""`bugforge images build | bootstrap | prune`: base images; removing images no run record names."""
+"""`bugforge images build | bootstrap | prune | push | pull | check`: base images; removing images no run
+record names; an export's images through a registry (bugforge.images.registry, docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,23 @@ def configure(p) -> None:
     )
     pr.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     pr.set_defaults(func=cmd_prune)
+    pu = im.add_parser(
+        "push",
+        help="push a run's environment and instance images to a registry and write "
+        "instances.pushed.jsonl (rows naming the pushed images by digest); resumable",
+    )
+    pu.add_argument("--registry", required=True, metavar="HOST[:PORT]/NS", help="e.g. 127.0.0.1:5000/bugforge")
+    pu.add_argument("run", metavar="RUN_DIR", help="the run folder of an export (runs/NAME)")
+    pu.set_defaults(func=cmd_push)
+    for name, help_ in (
+        ("pull", "pull every image of a dataset this machine lacks (a pushed dataset's images)"),
+        ("check", "verify this machine has every image of a dataset; one line and exit 1 if not"),
+    ):
+        c = im.add_parser(name, help=help_)
+        c.add_argument(
+            "dataset", metavar="DATASET", help="a dataset JSONL, or a run folder (its instances.pushed.jsonl if any)"
+        )
+        c.set_defaults(func=cmd_pull if name == "pull" else cmd_check)
 
 
 def cmd_build(a) -> int:
@@ -69,4 +87,44 @@ def cmd_prune(a) -> int:
         if out.removed or out.skipped
         else "nothing to prune"
     )
+    return 0
+
+
+def cmd_push(a) -> int:
+    from bugforge.images.registry import push
+
+    say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
+    r = push(a.run, a.registry, log=say)
+    say(
+        f"{len(r.pushed)} pushed ({r.layers_sent} layers sent, {r.layers_reused} already in the registry), "
+        f"{len(r.skipped)} already pushed; dataset with pushed images: {r.out}"
+    )
+    return 0
+
+
+def cmd_pull(a) -> int:
+    from bugforge.images.registry import dataset_path, load_rows, pull
+
+    say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
+    pulled, have = pull(load_rows(a.dataset), log=say)
+    say(f"{pulled} pulled, {have} already present: every image of {dataset_path(a.dataset)} is here")
+    return 0
+
+
+def cmd_check(a) -> int:
+    import sys
+
+    from bugforge.images.registry import dataset_images, dataset_path, load_rows, missing
+
+    rows = load_rows(a.dataset)
+    gone, total = missing(rows), len(dataset_images(rows))
+    if gone:
+        more = f" (+{len(gone) - 1} more)" if len(gone) > 1 else ""
+        print(
+            f"error: {len(gone)} of {total} images of {dataset_path(a.dataset)} missing here: {gone[0]}{more} "
+            f"— run `bugforge images pull {a.dataset}`",
+            file=sys.stderr,
+        )
+        return 1
+    console.print(f"all {total} images of {dataset_path(a.dataset)} present", markup=False, soft_wrap=True)
     return 0
