@@ -110,6 +110,11 @@ class Recipe:
     excluded: list[ExcludedFile] = field(default_factory=list)
     """Test files left out (`--ignore` in `pytest_args`) because they cannot be collected after repair;
     their tests are never labels."""
+    as_of: str = ""
+    """Period-correct tooling: when set (an ISO date), every `pip install` step resolves with uv as of that
+    date (`uv pip install --exclude-newer`), pytest included; empty: the newest releases."""
+    resolved: list[str] = field(default_factory=list)
+    """What a period-correct build installed (`name==version`, from the image): the resolution, recorded."""
 
 
 @dataclass

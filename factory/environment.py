@@ -5,6 +5,7 @@ next stages read), recipe.json (editable), testmap.json.gz, build.log and the sn
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import shutil
@@ -18,11 +19,12 @@ from pathlib import Path
 
 from bugforge.engine import LABEL, client, require_disk
 from bugforge.errors import BugforgeError
+from bugforge.factory import fallbacks
 from bugforge.factory.acquire import acquire, slug
 from bugforge.factory.project_files import repository_url
 from bugforge.factory.recipe import detect
 from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
-from bugforge.images import build_image, ensure_base_image, image_exists
+from bugforge.images import ensure_base_image, image_exists
 from bugforge.records import (
     EnvRecord,
     Recipe,
@@ -40,10 +42,6 @@ from bugforge.testing.testrun import run_tests, tools_digest
 
 Log = Callable[[str], None]
 ENV_DOCKERFILE_VERSION = "1"
-BUILD_DEPS_FAILED = "Installing build dependencies: finished with status 'error'"
-"""pip's line in build.log when the build requirements of the project (PEP 518) cannot be installed."""
-UNBUILT = "bugforge.unbuilt"
-"""Image label: the image was built by detect(build=False) (the project's tree on sys.path, not built)."""
 
 
 @dataclass
@@ -72,6 +70,7 @@ def load_recipe(path: str | Path) -> Recipe:
 
 def env_dockerfile(base_image: str, recipe: Recipe) -> str:
     lines = [f"# bugforge environment (format {ENV_DOCKERFILE_VERSION})", f"FROM {base_image}", "COPY testbed /testbed"]
+    lines += fallbacks.dockerfile_lines(recipe)  # period-correct tooling: resolve as of recipe.as_of
     for cmd in recipe.install:
         lines.append(f"RUN cd /testbed && {cmd}")
     lines.append(UNTRACKED_TO_EXCLUDE)  # files the install made must not show up in an agent's diff
@@ -173,22 +172,44 @@ def _build(
     env_dir.mkdir(parents=True, exist_ok=True)
     write_json(env_dir / "recipe.json", recipe)
     tag = f"bugforge/env.{slug(got.name)}:{base_commit[:10]}-{key[:10]}"
-    recipe = _image(
-        tag,
-        base.tag,
-        recipe,
-        fixed=recipe_override is not None,
-        repo=staging / "repo",
-        env_dir=env_dir,
-        labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
-        what=got.name,
-        log=log,
-    )
+    date = fallbacks.commit_date(got.history_dir, got.source_commit)
+
+    def image(tag: str, recipe: Recipe) -> Recipe:
+        require_disk(3.0, "an environment image")
+        log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
+        return fallbacks.build(
+            tag,
+            recipe,
+            fixed=recipe_override is not None,
+            dockerfile=lambda r: env_dockerfile(ensure_base_image(r.python, log=log).tag, r),
+            context={"testbed": staging / "repo"},
+            labels={"bugforge.source": source[:200], "bugforge.commit": got.source_commit},
+            log_file=env_dir / "build.log",
+            redetect=lambda **kw: detect(staging / "repo", **kw),
+            date=date,
+            what=f"the environment of {got.name}",
+            log=log,
+        )
+
+    recipe = image(tag, recipe)
     for n in got.notes:
         log(f"acquire: {n}")
     recipe.notes += got.notes  # after the key: what acquiring found (submodules), not a recipe choice
-    tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
-    tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
+    built, root = copy.deepcopy(recipe), tag  # before repair: what a period-correct rebuild starts from
+    try:
+        tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
+        tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
+    except fallbacks.TooFewPassing as low:
+        if not date or built.as_of or recipe_override is not None:
+            raise
+        log(f"baseline: {low.what}; resolving as of the repository's commit date ({date[:10]}) instead")
+        recipe = fallbacks.period(built, lambda **kw: detect(staging / "repo", **kw), date, low.what)
+        recipe.notes += got.notes
+        tag = f"{root}-p{date[:10].replace('-', '')}"
+        recipe = image(tag, recipe)
+        tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
+        tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
+    fallbacks.record_resolution(tag, recipe)
     write_json(env_dir / "recipe.json", recipe)  # repairs, exclusions, a Hypothesis seed, neutralised addopts
     testmap_path = env_dir / "testmap.json.gz"
     testmap.save(testmap_path)
@@ -221,43 +242,6 @@ def _head(repo: Path) -> str:
     return subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def _image(
-    tag: str, base: str, recipe: Recipe, *, fixed: bool, repo: Path, env_dir: Path, labels: dict, what: str, log: Log
-) -> Recipe:
-    """Build `tag` (unless it exists) from `recipe`; returns the recipe the image holds. When pip cannot
-    install the project's build requirements and the recipe is detected (not `fixed` by --recipe), the
-    image is built with the project's tree on sys.path instead (detect(build=False)), labelled UNBUILT;
-    the same inputs give the same fallback, so the image keeps the first recipe's key."""
-    if image_exists(tag):
-        log(f"build: reusing {tag}")
-        unbuilt = not fixed and client().images.get(tag).labels.get(UNBUILT)
-        return detect(repo, build=False) if unbuilt else recipe
-
-    def build(r: Recipe, extra: dict) -> None:
-        build_image(
-            {"Dockerfile": env_dockerfile(base, r).encode(), "testbed": repo},
-            tag,
-            labels=labels | extra,
-            log=lambda line: log("build: " + line),
-            log_file=env_dir / "build.log",
-            what=f"the environment of {what}",
-        )
-
-    require_disk(3.0, "an environment image")
-    log(f"build: {tag} ({len(recipe.install)} install steps; log: {env_dir / 'build.log'})")
-    try:
-        build(recipe, {})
-        return recipe
-    except BugforgeError:
-        if fixed or BUILD_DEPS_FAILED not in (env_dir / "build.log").read_text(errors="replace"):
-            raise
-    log("build: the project's build requirements cannot be installed; retrying with its tree on sys.path")
-    unbuilt = detect(repo, build=False)
-    build(unbuilt, {UNBUILT: "1"})
-    write_json(env_dir / "recipe.json", unbuilt)
-    return unbuilt
 
 
 def baseline(
@@ -293,6 +277,7 @@ def baseline(
         )
         _check_run(run, timeout)
         if i == 0:
+            fallbacks.check_share(run)  # usable or an error (TooFewPassing): fallbacks.PASS_SHARE
             raw_cov = cov
             passed = sorted(t for t, o in run.outcomes.items() if o == "passed")
             rerun = passed if passed and len(passed) < len(run.outcomes) else None

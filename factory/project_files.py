@@ -19,6 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 PYTHONS = ["3.11", "3.13", "3.9"]  # in order of preference; these can be built offline (Debian)
+RELEASED = {"3.9": "2020-10-05", "3.11": "2022-10-24", "3.13": "2024-10-07"}  # first final release
 
 
 def dist_name(repo: Path, pyproject: dict, setup_cfg) -> str | None:
@@ -60,18 +61,16 @@ def ini(p: Path) -> configparser.ConfigParser:
     return cp
 
 
-def python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str]) -> str:
-    spec = pyproject.get("project", {}).get("requires-python") or setup_cfg.get(
-        "options", "python_requires", fallback=None
-    )
-    if spec is None and (repo / "setup.py").exists():
-        m = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", (repo / "setup.py").read_text(errors="replace"))
-        spec = m.group(1) if m else None
-    classifiers = (
-        pyproject.get("project", {}).get("classifiers", [])
-        + setup_cfg.get("metadata", "classifiers", fallback="").splitlines()
-    )
-    listed = {m.group(1) for c in classifiers if (m := re.search(r"Python :: (3\.\d+)\s*$", c.strip()))}
+def python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str], date: str | None = None) -> str:
+    """The environment's Python among PYTHONS: requires-python, then the classifiers; with `date` (period-
+    correct tooling), among those, the newest one released by that date (else the oldest of them)."""
+    if date:
+        ok = sorted(_allowed(repo, pyproject, setup_cfg) or PYTHONS, key=lambda v: tuple(map(int, v.split("."))))
+        by_then = [v for v in ok if RELEASED[v] <= date[:10]]
+        choice = by_then[-1] if by_then else ok[0]
+        notes.append(f"python: {choice}, the newest of {', '.join(ok)} released by {date[:10]}")
+        return choice
+    spec, listed = _constraints(repo, pyproject, setup_cfg)
     if spec:
         try:
             ok = [v for v in PYTHONS if SpecifierSet(spec).contains(v + ".0")]
@@ -88,6 +87,34 @@ def python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str]
             return choice
     notes.append("python: 3.11 (nothing in the project constrains it)")
     return "3.11"
+
+
+def _constraints(repo: Path, pyproject: dict, setup_cfg) -> tuple[str | None, set[str]]:
+    """(requires-python, the 3.x versions the classifiers list)."""
+    spec = pyproject.get("project", {}).get("requires-python") or setup_cfg.get(
+        "options", "python_requires", fallback=None
+    )
+    if spec is None and (repo / "setup.py").exists():
+        m = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", (repo / "setup.py").read_text(errors="replace"))
+        spec = m.group(1) if m else None
+    classifiers = (
+        pyproject.get("project", {}).get("classifiers", [])
+        + setup_cfg.get("metadata", "classifiers", fallback="").splitlines()
+    )
+    listed = {m.group(1) for c in classifiers if (m := re.search(r"Python :: (3\.\d+)\s*$", c.strip()))}
+    return spec, listed
+
+
+def _allowed(repo: Path, pyproject: dict, setup_cfg) -> list[str]:
+    """The PYTHONS requires-python admits, narrowed to those the classifiers list when any are."""
+    spec, listed = _constraints(repo, pyproject, setup_cfg)
+    ok = list(PYTHONS)
+    if spec:
+        try:
+            ok = [v for v in PYTHONS if SpecifierSet(spec).contains(v + ".0")] or ok
+        except InvalidSpecifier:
+            pass
+    return [v for v in ok if v in listed] or ok
 
 
 def extras_of(repo: Path, pyproject: dict, setup_cfg) -> set[str]:

@@ -69,16 +69,18 @@ def on_path(repo: Path) -> str:
     return f"python -c {shlex.quote(code)}"
 
 
-def detect(repo: Path, *, build: bool = True) -> Recipe:
+def detect(repo: Path, *, build: bool = True, as_of: str | None = None) -> Recipe:
     """The recipe of the repository at `repo`, read from its files without running its code; the same
     files always give the same recipe (the environment's image key hashes it). build=False: the project is
     not built but put on sys.path from its tree, with the requirements it declares (for a project whose
-    build requirements cannot be installed; its own metadata, e.g. entry points, is then absent)."""
-    r = Recipe(pytest_args=["-p", "no:cacheprovider"])
+    build requirements cannot be installed; its own metadata, e.g. entry points, is then absent).
+    as_of (an ISO date): period-correct tooling, every install resolved as of that date and the Python
+    chosen by it (factory/fallbacks.py)."""
+    r = Recipe(pytest_args=["-p", "no:cacheprovider"], as_of=as_of or "")
     pyproject = toml(repo / "pyproject.toml")
     setup_cfg = ini(repo / "setup.cfg")
     tox = ini(repo / "tox.ini")
-    r.python = python_version(repo, pyproject, setup_cfg, tox, r.notes)
+    r.python = python_version(repo, pyproject, setup_cfg, tox, r.notes, date=as_of)
 
     installable = any((repo / f).exists() for f in ("pyproject.toml", "setup.py", "setup.cfg"))
     if (repo / "pyproject.toml").exists() and not (

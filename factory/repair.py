@@ -36,6 +36,7 @@ Log = Callable[[str], None]
 MAX_ROUNDS = 4
 EXCLUDE_LIMIT = 0.25  # more than this share of the test files excluded: an error, not an environment
 PYTEST_LADDER = ["pytest<9", "pytest<8"]  # releases that still load plugins written for older hook specs
+COVERAGE_PLUGINS = ["pytest_cov", "pytest_cover", "pytest_coverage"]  # module = plugin name; -p no:NAME
 PYTEST_FOR_PYTHON = "pip install 'pytest>=7.4,<9'"  # the oldest line that runs on Python 3.9-3.12
 IMPORT_MAP = Path(__file__).parent / "data" / "import_map.json"
 # Files the install created (egg-info, build outputs) must not show up in an agent's diff.
@@ -240,7 +241,12 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
         return steps
     failure = plugin_failure(col)
     stopped = not col.items and not col.errors and any(s in col.log for s in _ADDOPTS_FAILURE)
-    if failure:
+    coverage = next((n for n in COVERAGE_PLUGINS if f"/{n}/" in col.log or f"/{n}.py" in col.log), None)
+    if failure and coverage and f"-p no:{coverage}" not in tried:
+        still = lambda c: plugin_failure(c) is not None  # noqa: E731
+        why = "bugforge measures coverage itself: a project's coverage plugin is never needed"
+        steps.append(_Step(f"startup: {failure[0]}", f"-p no:{coverage}", why, False, still))
+    elif failure:
         line, name = failure
         still = lambda c: plugin_failure(c) is not None  # noqa: E731
         rungs = [f"pip install {shlex.quote(v)}" for v in PYTEST_LADDER]
