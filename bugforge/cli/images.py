@@ -91,13 +91,18 @@ def cmd_prune(a) -> int:
 
 
 def cmd_push(a) -> int:
-    from bugforge.images.registry import push
+    from bugforge.images.registry import PUSHED_FILE, push
 
     say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
     r = push(a.run, a.registry, log=say)
+    done = (
+        f"dataset with pushed images: {r.out}"
+        if r.out.name == PUSHED_FILE
+        else f"no instances.jsonl yet: the environment image only (logged in {r.out})"
+    )
     say(
         f"{len(r.pushed)} pushed ({r.layers_sent} layers sent, {r.layers_reused} already in the registry), "
-        f"{len(r.skipped)} already pushed; dataset with pushed images: {r.out}"
+        f"{len(r.skipped)} already pushed; {done}"
     )
     return 0
 
