@@ -77,8 +77,9 @@ class ChatPolicy:
                 kwargs["tool_choice"] = self.tool_choice
         try:
             r = self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as e:
-            raise PolicyError(f"{type(e).__name__}: {str(e)[:300]}") from None
+        except openai.OpenAIError as e:  # "Connection error." alone hides why: add the cause (refused, DNS...)
+            cause = f" ({e.__cause__})" if e.__cause__ is not None and str(e.__cause__) else ""
+            raise PolicyError(f"{type(e).__name__}: {str(e)[:300]}{cause[:300]}") from None
         if not r.choices:
             raise PolicyError("the endpoint returned no choices")
         ch = r.choices[0]

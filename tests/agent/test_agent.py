@@ -203,16 +203,23 @@ def test_model_server_dying_mid_run_and_resume(instances, tmp_path, make_tiny_mo
         for r in rows
         for t in r["turns"]
     )
+    # failed episodes are recorded (trajectories) but not done: no prediction, so a rerun retries them
+    assert read_jsonl(preds) == []
+    box = Runtime(SandboxConfig(owner="pytest-agent"))
+    try:
+        again = run_dataset(instances, lambda r: OraclePolicy(r["patch"]), box, predictions=preds, workers=1)
+    finally:
+        box.shutdown()
+    assert sorted(t.instance_id for t in again) == sorted(i["instance_id"] for i in instances)
+    assert all(t.exit_reason == "submitted" and t.grade["resolved"] for t in again)
     # resume: finished instances are skipped, nothing written is lost or duplicated
     before = read_jsonl(preds)
-    again = run_dataset(
-        instances,
-        lambda r: OraclePolicy(r["patch"]),
-        Runtime(SandboxConfig(owner="pytest-agent")),
-        predictions=preds,
-        workers=1,
-    )
-    assert again == [] and read_jsonl(preds) == before
+    box = Runtime(SandboxConfig(owner="pytest-agent"))
+    try:
+        assert run_dataset(instances, lambda r: OraclePolicy(r["patch"]), box, predictions=preds, workers=1) == []
+    finally:
+        box.shutdown()
+    assert read_jsonl(preds) == before and len(before) == len(instances)
 
 
 # --- our evaluator == the official harness ----------------------------------------------------------
