@@ -97,24 +97,48 @@ def _is_bare_repo(path: Path) -> bool:
     return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
 
 
-def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
-    mirror = cache_home() / "clones" / f"{slug(name)}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+def git_reason(stderr: str, returncode: int) -> str:
+    """git's own reason for failing, on one line: its `fatal:`/`error:` lines (and ssh's), else its last
+    line. (GitPython's GitCommandError wraps stderr in quotes and indentation: its last line is `'`.)"""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("fatal:", "error:", "ssh:", "remote:"))]
+    return "; ".join(said or lines[-1:])[:400] or f"git exited with {returncode}"
+
+
+def _clone_or_fetch(url: str, mirror: Path) -> None:
+    """Clone `url` into the cache at `mirror` (no checkout), or fetch into the clone already there. git
+    never prompts (a wrong https URL asks for a password); a failure is one BugforgeError with git's
+    reason, and leaves no half-made clone behind."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    run = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, env=env, timeout=600)  # noqa: E731
     try:
         if mirror.exists():
-            repo = git.Repo(mirror)
-            repo.git.fetch("--all", "--tags", "--quiet")  # a local source moves on too
+            r = run("-C", str(mirror), "fetch", "--all", "--tags", "--quiet")  # a local source moves on too
+            what = "fetch"
         else:
             mirror.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
-            repo = git.Repo.clone_from(url, tmp / "r", no_checkout=True)
-            (tmp / "r").rename(mirror)
-            shutil.rmtree(tmp, ignore_errors=True)
-            repo = git.Repo(mirror)
-    except git.GitCommandError as e:
-        msg = (e.stderr or str(e)).strip().splitlines()
+            try:
+                r = run("clone", "--quiet", "--no-checkout", "--", url, str(tmp / "r"))
+                if r.returncode == 0:
+                    (tmp / "r").rename(mirror)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            what = "clone"
+    except subprocess.TimeoutExpired:
         raise BugforgeError(
-            f"cannot clone {url}: {msg[-1] if msg else e}", "check the URL and that the host is reachable"
+            f"cannot clone {url}: git took over 10 minutes", "check that the host is reachable"
         ) from None
+    if r.returncode != 0:
+        raise BugforgeError(
+            f"cannot {what} {url}: {git_reason(r.stderr, r.returncode)}", "check the URL and that the host is reachable"
+        )
+
+
+def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
+    mirror = cache_home() / "clones" / f"{slug(name)}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+    _clone_or_fetch(url, mirror)
+    repo = git.Repo(mirror)
     ref = commit or "HEAD"
     if commit is None and Path(url).exists():  # a local repository: its HEAD now (a branch, or detached)
         try:
@@ -205,8 +229,7 @@ def _fetch_mirror(url: str, sha: str) -> Path:
             (tmp / "r").rename(mirror)
         shutil.rmtree(tmp, ignore_errors=True)
     if r.returncode != 0:
-        lines = r.stderr.strip().splitlines()
-        raise BugforgeError(lines[-1] if lines else f"git exited with {r.returncode}")
+        raise BugforgeError(git_reason(r.stderr, r.returncode))
     if not has():
         raise BugforgeError(f"commit {sha[:10]} is not in {url}")
     return mirror

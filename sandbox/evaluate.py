@@ -23,6 +23,29 @@ from bugforge.sandbox.grader import GradeResult, grade_patch
 from bugforge.testing.testmap import TestMap
 
 
+def check_name(kind: str, value: str, fix: str = "") -> str:
+    """`value`, if it is a name (one path component: not empty, `.` or `..`, no slash, backslash or
+    control character, at most 200 characters), else a BugforgeError naming `kind`. Run ids, model names
+    and instance ids become folders under logs/run_evaluation: a name keeps them there."""
+    if (
+        not value
+        or value in (".", "..")
+        or len(value) > 200
+        or any(c in "/\\" or ord(c) < 32 or ord(c) == 127 for c in value)
+    ):
+        raise BugforgeError(
+            f"{kind} {value!r} is not a name (it becomes a folder of the run's logs)",
+            fix or "use letters, digits, `.`, `_` or `-`, with no slash, and not `.` or `..`",
+        )
+    return value
+
+
+def model_folder(model_name_or_path: str) -> str:
+    """The folder of a model's logs and the first part of its report's name: SWE-bench's rule (`/` -> `__`,
+    so `org/model` is one folder), then checked as a name."""
+    return check_name("model name", model_name_or_path.replace("/", "__"), "fix model_name_or_path in the predictions")
+
+
 def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, TestMap | None]]:
     """The environment records (and coverage maps) of bugforge instances in `rows`, looked for in each
     of `dirs` and their subdirectories one level down (a dataset's own directory, `runs/`)."""
@@ -68,7 +91,10 @@ def evaluate(
         )
     if not preds:
         raise BugforgeError("the predictions file is empty", "run `bugforge run-agent` first")
-    model = next(iter(preds.values())).model_name_or_path.replace("/", "__")
+    check_name("run id", run_id, "pass --run-id a name such as `run1`")
+    model = model_folder(next(iter(preds.values())).model_name_or_path)
+    for iid in preds:
+        check_name("instance id", iid, "evaluate against a dataset whose instance ids are names")
     base = Path(log_dir) / run_id / model
     reports: dict[str, dict] = {}
     todo = []

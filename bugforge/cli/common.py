@@ -53,15 +53,53 @@ class Bars:
         self.p.stop()
 
 
+def check_port(host: str, port: int) -> None:
+    """A user error, before anything starts, for a port out of range or one this host cannot bind."""
+    import os
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise BugforgeError(f"--port {port} is not a port number", "pass a port between 1 and 65535, e.g. --port 8765")
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as e:
+        raise BugforgeError(
+            f"cannot listen on {host}:{port}: {os.strerror(e.errno) if e.errno else e}",
+            "pass a free --port, or a --host of this machine",
+        ) from None
+
+
+def dataset_file(path: str | Path) -> Path:
+    """The JSONL of a dataset given as the file or as the export folder that holds it (as mini-swe-agent
+    and `datasets` take it): FOLDER/instances.jsonl."""
+    p = Path(path)
+    if not p.exists():
+        raise BugforgeError(f"dataset {p} does not exist", "pass a JSONL of task instances (factory export)")
+    if p.is_dir():
+        if not (p / "instances.jsonl").is_file():
+            raise BugforgeError(
+                f"dataset {p} is a folder without instances.jsonl",
+                "pass the instances.jsonl that `bugforge factory export` wrote, or the folder it is in",
+            )
+        return p / "instances.jsonl"
+    return p
+
+
 def load_instances(paths: list[str]) -> dict[str, dict]:
     from bugforge.records import read_jsonl
 
     rows = {}
     for p in paths or []:
-        if not Path(p).exists():
-            raise BugforgeError(f"dataset {p} does not exist", "pass a JSONL of task instances (factory export)")
-        for r in read_jsonl(Path(p)):
-            if "instance_id" not in r or "image" not in r:
+        p = dataset_file(p)
+        try:
+            found = read_jsonl(p)
+        except (OSError, UnicodeDecodeError) as e:
+            raise BugforgeError(
+                f"cannot read dataset {p}: {e}", "pass a JSONL of task instances (factory export)"
+            ) from None
+        for r in found:
+            if not isinstance(r, dict) or "instance_id" not in r or "image" not in r:
                 raise BugforgeError(f"dataset {p} has a row without instance_id/image", "pass SWE-bench-format rows")
             rows[r["instance_id"]] = r
     return rows

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bugforge.cli.common import Bars, console, default_of, load_dataset
+from bugforge.cli.common import Bars, console, dataset_file, default_of, load_dataset
 from bugforge.sandbox.evaluate import evaluate
 
 
 def configure(ev) -> None:
-    ev.add_argument("--dataset", required=True)
+    ev.add_argument(
+        "--dataset", required=True, help="task instances JSONL, or the export folder holding instances.jsonl"
+    )
     ev.add_argument(
         "--predictions",
         required=True,
         help="JSONL, a JSON list, a JSON object keyed by instance id (mini-swe-agent's and SWE-agent's "
         "preds.json), or `gold` (each row's own fix)",
     )
-    ev.add_argument("--run-id", default="bugforge")
+    ev.add_argument("--run-id", default="bugforge", help="a name: logs go to logs/run_evaluation/RUN_ID/MODEL/")
     ev.add_argument("--workers", type=int, default=default_of(evaluate, "workers"))
     ev.add_argument("--report-dir", default=".")
     ev.add_argument(
@@ -38,13 +40,18 @@ def configure(ev) -> None:
 
 
 def cmd_eval(a) -> int:
-    from bugforge.sandbox.evaluate import find_environments
+    from bugforge.sandbox.evaluate import check_name, find_environments, model_folder
     from bugforge.sandbox.predictions import read_predictions
 
-    preds = None if a.predictions == "gold" else read_predictions(a.predictions)  # a bad file fails before any work
+    # bad input fails before any work and before anything is written: the run id, the predictions file
+    # (and its model names: they become folders), the dataset (the file, or the export folder holding it)
+    check_name("--run-id", a.run_id, "pass a name such as `run1`")
+    preds = None if a.predictions == "gold" else read_predictions(a.predictions)
+    for p in preds or []:
+        model_folder(p.model_name_or_path)
     rows = load_dataset(a.dataset)
     preds = preds or read_predictions("gold", rows)
-    envs = find_environments(rows, Path(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
+    envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:
         report, out = evaluate(
             rows,

@@ -3,7 +3,7 @@ SandboxConfig's values; the idle-session limit to the service's own (create_app)
 
 from __future__ import annotations
 
-from bugforge.cli.common import console, default_of, load_instances
+from bugforge.cli.common import check_port, console, default_of, load_instances
 from bugforge.sandbox.runtime import SandboxConfig
 from bugforge.sandbox.service import create_app
 
@@ -35,6 +35,7 @@ def cmd_serve(a) -> int:
 
     from bugforge.sandbox.runtime import Runtime
 
+    check_port(a.host, a.port)  # before the runtime (which cleans up orphans) and uvicorn start
     token = a.token or os.environ.get("BUGFORGE_SANDBOX_TOKEN")
     if not token:
         token = secrets.token_urlsafe(24)
