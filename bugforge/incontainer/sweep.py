@@ -8,9 +8,10 @@ grader (fresh, warm, the exported eval_script). docs/security.md states the rule
 `capture` records every file git does not track (ignored ones too) with its hash, and git's own control
 files. `check` restores from COMMIT every tracked test file, every file under a test directory, every
 test configuration and planted name, and every .gitignore/.gitattributes; removes new files with a
-planted name, new bytecode, new package metadata and new files git ignores; then audits what the patch
-still changes. Anything it cannot undo (git control files changed, a baseline untracked file changed
-or removed, a new symbolic link) or that reaches test machinery is tampering: it prints one
+planted name, new bytecode, new package metadata, new files under a test directory and new files git
+ignores; then audits what the patch still changes and checks its new modules for shadowing. Anything
+it cannot undo (git control files changed, a baseline untracked file changed or removed, a new
+symbolic link, a new git repository inside the tree) or that reaches test machinery is tampering: it prints one
 `bugforge-tamper: REASON` line each and exits 95. Standard library only, Python 3.9, run isolated
 (-I -S) so nothing the patch planted in the tree or on sys.path runs first."""
 
@@ -27,7 +28,7 @@ TAMPER = 95
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
 # names that change how Python or pytest start, wherever they are
 PLANTED = re.compile(
-    r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|pytest\.ini|pytest\.toml|\.pytest\.toml"
+    r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|\.?pytest\.ini|pytest\.toml|\.pytest\.toml"
     r"|tox\.ini|setup\.cfg|pyproject\.toml|\.gitignore|\.gitattributes)$"
 )
 # what Python or a test runner reads without it being source: bytecode and installed-package metadata
@@ -285,6 +286,9 @@ def check(manifest, commit, test_files):
     links = [p for p in new if os.path.islink(p)]
     if links:  # a link can stand in for a directory git would restore through
         return ["added a symbolic link %s -> %s" % (p, os.readlink(p)) for p in links]
+    nested = [p for p in new if p.endswith("/")]
+    if nested:  # git lists a repository inside the tree as one entry and shows none of its files
+        return ["added a git repository inside the tree at %s" % p for p in nested]
     _restore(commit, test_files)
     now = _untracked()  # again: a restore can replace a directory the patch made where a tracked file was
     new = [p for p in now if p not in untracked]
@@ -294,9 +298,10 @@ def check(manifest, commit, test_files):
         if p in untracked and _digest(p) != untracked[p]:
             tamper.append("changed %s, which git does not track" % p)
     ignored = _ignored(new)
+    test_dirs = dirs_of_tests(test_files)
     kept = []
-    for p in new:
-        if PLANTED.search(p) or GENERATED.search(p) or p in ignored:
+    for p in new:  # (a new file under a test directory: the tests are the instance's, as committed)
+        if PLANTED.search(p) or GENERATED.search(p) or p in ignored or any(p.startswith(d + "/") for d in test_dirs):
             os.remove(p)
             print("bugforge-sweep: removed %s" % p)
         else:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bugforge.incontainer.sweep import audit, dirs_of_tests
 from bugforge.sandbox.attacks import MECHANISMS
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
@@ -54,25 +53,6 @@ def test_in_process_tricks_are_flagged_not_just_failed(red):
         "exit 0 at import",
     ):
         assert set(red[name].values()) == {"suspicious"}, (name, red[name])
-
-
-def test_audit_flags_test_machinery_in_source_not_in_tests():
-    changes = {
-        "pkg/core.py": ["import _pytest.runner", "x = 1"],
-        "pkg/util.py": ["sys.modules['json'] = None"],
-        "pkg/ok.py": ["return a + b  # sys.modules in a comment is fine"],
-        "tests/helpers.py": ["import _pytest.runner"],
-        "tests/test_core.py": ["import _pytest.runner"],
-    }
-    reasons = audit(changes, ["tests/test_core.py"])
-    assert [r.split(" reaches ")[0] for r in reasons] == ["pkg/core.py", "pkg/util.py"]
-
-
-def test_test_directories_are_the_shallowest_named_test():
-    assert dirs_of_tests(["tests/unit/test_a.py", "src/pkg/testing/test_b.py", "test_root.py", "src/test_c.py"]) == {
-        "tests",
-        "src/pkg/testing",
-    }
 
 
 def test_every_mechanism_has_patterns():
