@@ -198,7 +198,9 @@ def _build(
     built, root = copy.deepcopy(recipe), tag  # before repair: what a period-correct rebuild starts from
     try:
         tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
-        tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
+        tests, suite_seconds, testmap = baseline(
+            tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log
+        )
     except fallbacks.TooFewPassing as low:
         if not date or built.as_of or recipe_override is not None:
             raise
@@ -208,7 +210,9 @@ def _build(
         tag = f"{root}-p{date[:10].replace('-', '')}"
         recipe = image(tag, recipe)
         tag = repair(tag, recipe, staging / "repo", timeout=timeout, log_dir=env_dir, log=log)
-        tests, suite_seconds, testmap = baseline(tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log)
+        tests, suite_seconds, testmap = baseline(
+            tag, recipe, runs=runs, timeout=timeout, test_limit=test_limit, log=log
+        )
     fallbacks.record_resolution(tag, recipe)
     write_json(env_dir / "recipe.json", recipe)  # repairs, exclusions, a Hypothesis seed, neutralised addopts
     testmap_path = env_dir / "testmap.json.gz"

@@ -33,6 +33,7 @@ Log = Callable[[str], None]
 PASS_SHARE = 0.5
 """An environment whose first baseline run passes fewer than this share of the tests that ran (passed,
 failed or errored; skips left out) is not built. Why half: docs/environments.md, "Usable or an error"."""
+RECENT_DAYS = 30
 RECIPE_LABEL = "bugforge.recipe"
 """Image label: the recipe the image was built from, when a fallback changed the detected one."""
 UNBUILT = "bugforge.unbuilt"
@@ -40,8 +41,8 @@ UNBUILT = "bugforge.unbuilt"
 BUILD_DEPS_FAILED = "Installing build dependencies: finished with status 'error'"
 COMPILER = (
     "apt-get update -q && apt-get install -y -q --no-install-recommends gcc g++ libc6-dev"
-    " $(python -c 'import os, sysconfig; print(\"\" if os.path.exists(os.path.join(sysconfig.get_paths()"
-    "[\"include\"], \"Python.h\")) else \"python3-dev\")') && rm -rf /var/lib/apt/lists/*"
+    ' $(python -c \'import os, sysconfig; print("" if os.path.exists(os.path.join(sysconfig.get_paths()'
+    '["include"], "Python.h")) else "python3-dev")\') && rm -rf /var/lib/apt/lists/*'
 )
 _NO_COMPILER = re.compile(
     r"unable to execute '[^']*(gcc|cc|g\+\+|clang)'|command '[^']*(gcc|cc|g\+\+|clang)' failed"
@@ -73,15 +74,17 @@ def dockerfile_lines(recipe: Recipe) -> list[str]:
 
 
 def commit_date(history_dir: str | None, commit: str) -> str | None:
-    """The committer date of `commit` (UTC, ISO 8601 with Z) in the source's history, or None."""
+    """The committer date of `commit` (UTC, ISO 8601 with Z) in the source's history; None without
+    history, or for a commit of the last RECENT_DAYS (resolving as of then would change nothing)."""
     if not history_dir:
         return None
-    r = subprocess.run(
-        ["git", "-C", history_dir, "show", "-s", "--format=%ct", commit], capture_output=True, text=True
-    )
+    r = subprocess.run(["git", "-C", history_dir, "show", "-s", "--format=%ct", commit], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip().isdigit():
         return None
-    return datetime.fromtimestamp(int(r.stdout.strip()), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = datetime.fromtimestamp(int(r.stdout.strip()), timezone.utc)
+    if (datetime.now(timezone.utc) - when).days < RECENT_DAYS:
+        return None  # the newest releases are the period's
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def compiler_needed(log_text: str) -> bool:
@@ -212,4 +215,7 @@ def failure_group(message: str) -> tuple[str, str]:
         return line, line
     line = m["rest"].splitlines()[0][:160] if m["rest"].strip() else ""
     exc = re.match(r"^([\w.]*(Error|Exception|Exit|Interrupt|Warning))\b", line)
-    return f"{exc.group(1) if exc else 'AssertionError' if line.startswith('assert') else 'failure'} at {m['loc']}", line
+    return (
+        f"{exc.group(1) if exc else 'AssertionError' if line.startswith('assert') else 'failure'} at {m['loc']}",
+        line,
+    )
