@@ -23,6 +23,8 @@ class Splits:
     """Function key -> "train" | "held_out"."""
     sources: list[str] = field(default_factory=list)
     """The datasets split (paths as given)."""
+    max_difficulty: float | None = None
+    """Only instances whose difficulty estimate was at most this were split (training.curriculum); None: all."""
 
 
 def function_key(row: dict) -> str:

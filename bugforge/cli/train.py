@@ -51,6 +51,12 @@ def configure(p) -> None:
     sp.add_argument("--out", required=True, help="folder for splits.json, train.jsonl, held_out.jsonl")
     sp.add_argument("--held-out", type=float, default=default_of(split, "held_out_fraction"))
     sp.add_argument("--seed", type=int, default=default_of(split, "seed"))
+    sp.add_argument(
+        "--max-difficulty",
+        type=float,
+        metavar="SCORE",
+        help="keep only instances whose difficulty estimate is at most SCORE (0-1, training/curriculum.py)",
+    )
     sp.set_defaults(func=cmd_split)
 
 
@@ -122,7 +128,15 @@ def cmd_split(a) -> int:
         if not Path(d).is_file():
             raise BugforgeError(f"dataset {d} does not exist", "pass the instances.jsonl that `factory export` wrote")
         rows += read_jsonl(Path(d))
+    from bugforge.training.curriculum import annotate, select
+
+    rows = select(annotate(rows), a.max_difficulty)  # each row carries its difficulty_estimate
+    if not rows:
+        raise BugforgeError(
+            f"no instance has a difficulty estimate of at most {a.max_difficulty}", "raise --max-difficulty"
+        )
     s = split(rows, a.held_out, a.seed, sources=a.dataset)
+    s.max_difficulty = a.max_difficulty
     paths = write_splits(rows, s, Path(a.out))
     sides = list(s.functions.values())
     console.print(
