@@ -11,6 +11,11 @@ OUT/results.jsonl; a rerun skips those (and reuses their images), --retry-failed
     python bench/environments.py --out runs/bench/environments --only six,jmespath --jobs 1
     python bench/environments.py --out runs/bench/environments --report     # the table of what is recorded
     python bench/environments.py --kinds git --git-mirror /srv/mirrors     # git sources from local bare mirrors
+    python bench/environments.py --pool bench/corpus/pool.txt --sample fresh --seed 1234  # issue 38's measure
+
+--pool FILE --sample debug|fresh: a seeded random split of the pool (the seed is printed; without --seed
+one is drawn and printed): the first --fresh-size projects of the shuffled pool are the fresh sample, run
+once after the last fix and reported as they come; the rest may be debugged against.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -92,6 +98,13 @@ def read_corpus(path: Path) -> list[Project]:
     if dup := [k for k, c in keys.items() if c > 1]:
         sys.exit(f"{path}: listed twice: {', '.join(dup)}")
     return out
+
+
+def split_pool(pool: list[Project], seed: int, fresh_size: int) -> tuple[list[Project], list[Project]]:
+    """(fresh sample, debug set): the pool shuffled by `seed`, its first `fresh_size` projects apart."""
+    order = sorted(pool, key=lambda p: p.key)  # the pool file's order does not matter
+    random.Random(seed).shuffle(order)
+    return order[:fresh_size], order[fresh_size:]
 
 
 def failure_class(error: str) -> str:
@@ -301,12 +314,21 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="read GitHub sources from bare mirrors DIR/OWNER+NAME[/repo] (git url.insteadOf)",
     )
+    ap.add_argument("--pool", help="draw the projects from this pool file instead (with --sample)")
+    ap.add_argument("--sample", choices=["fresh", "debug"], default="fresh", help="which side of the pool's split")
+    ap.add_argument("--seed", type=int, help="seed of the pool's split (default: drawn, and printed)")
+    ap.add_argument("--fresh-size", type=int, default=30, help="projects in the fresh sample (default 30)")
     ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
     ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     corpus = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
+    if a.pool:
+        seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
+        fresh, debug = split_pool(read_corpus(Path(a.pool)), seed, a.fresh_size)
+        corpus = fresh if a.sample == "fresh" else debug
+        print(f"pool {a.pool}: seed {seed}; {a.sample} set of {len(corpus)} (fresh {len(fresh)}, debug {len(debug)})")
     projects = corpus
     if a.only:
         want = {w.strip() for w in a.only.split(",") if w.strip()}

@@ -5,7 +5,10 @@ the "too few passing" error; the choices themselves are tested as pure functions
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ from bugforge.factory.recipe import detect
 from bugforge.records import TestRun
 
 quiet = lambda m: None  # noqa: E731
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "environments.py"
 
 # --- pure functions (no container) -------------------------------------------------------------------
 
@@ -54,6 +58,24 @@ def test_compiler_failures_are_recognised():
     assert compiler_needed("unable to execute 'gcc': No such file or directory")
     assert compiler_needed("netifaces.c:1:10: fatal error: Python.h: No such file or directory")
     assert not compiler_needed("ERROR: No matching distribution found for nothing")
+
+
+def test_the_pool_splits_by_a_seed_into_a_fresh_sample_and_a_debug_set():
+    """bench/environments.py --pool: at least 200 projects; a seed gives one split, the sets never overlap."""
+    spec = importlib.util.spec_from_file_location("bench_environments", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # dataclasses look their module up
+    spec.loader.exec_module(bench)
+    pool = bench.read_corpus(BENCH.parent / "corpus" / "pool.txt")
+    assert len(pool) >= 200
+    fresh, debug = bench.split_pool(pool, 1234, 30)
+    assert len(fresh) == 30 and not {p.key for p in fresh} & {p.key for p in debug}
+    assert len(fresh) + len(debug) == len(pool)
+    assert [p.key for p in bench.split_pool(list(reversed(pool)), 1234, 30)[0]] == [p.key for p in fresh]
+    assert [p.key for p in bench.split_pool(pool, 1235, 30)[0]] != [p.key for p in fresh]
+    name = lambda p: p.source.removeprefix("pypi:").split("==")[0].rstrip("/").split("/")[-1].lower()  # noqa: E731
+    corpus = {name(p) for p in bench.read_corpus(BENCH.parent / "corpus" / "environments.txt")}
+    assert not corpus & {name(p) for p in pool}  # nothing tuned against is in the pool
 
 
 # --- real environments -----------------------------------------------------------------------------
