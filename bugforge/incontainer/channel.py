@@ -12,6 +12,8 @@ started and only until that process's `finish` record, a test's outcome only onc
 
 import json
 import os
+import random
+import resource
 import select
 import socket
 import struct
@@ -29,13 +31,26 @@ def pair():
 
 
 def sender():
-    """In the test process: the channel's end BUGFORGE_CHANNEL names, or None (a run without one)."""
-    fd = os.environ.get(ENV)
+    """In the test process: the channel's end BUGFORGE_CHANNEL names, or None (a run without one).
+    It moves to a descriptor number drawn at random, not inherited by the tests' subprocesses, so code
+    of the tree cannot find it by trying the first few numbers."""
+    fd = os.environ.pop(ENV, None)
     if not fd:
         return None
-    sock = socket.socket(fileno=int(fd))
-    os.environ.pop(ENV, None)  # not for the tests' own subprocesses
-    return sock
+    fd = int(fd)
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft > 4096:
+        for _ in range(8):
+            target = random.SystemRandom().randrange(1024, min(soft, 1 << 20))
+            try:
+                os.fstat(target)
+            except OSError:  # free
+                os.dup2(fd, target, inheritable=False)
+                os.close(fd)
+                fd = target
+                break
+    os.set_inheritable(fd, False)
+    return socket.socket(fileno=fd)
 
 
 def send(sock, record):
