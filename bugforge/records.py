@@ -307,6 +307,9 @@ class TaskInstance:
     pytest_args: list[str] = field(default_factory=list)
     image_name: str = ""
     docker_image: str = ""
+    tools: str = ""
+    """digest of the in-container grading tools the image and eval_script carry (at export); an export
+    with older tools grades by older rules under the official harness (`bugforge eval` warns)"""
 
     def __post_init__(self):
         self.image_name = self.image_name or self.image

@@ -46,6 +46,7 @@ from bugforge.testing.testrun import (
     file_archive,
     pytest_command,
     tools_archive,
+    tools_digest,
 )
 
 # Folds the bug into the single commit and deletes every object only the old state reached.
@@ -297,6 +298,7 @@ def instance_row(
         env_image=env.image,
         test_files=test_files_of(val, env.repo_dir, tracked),
         pytest_args=env.recipe.pytest_args,
+        tools=tools_digest(),
     )
 
 

@@ -21,6 +21,7 @@ from bugforge.records import EnvRecord, Prediction, load_env
 from bugforge.sandbox.envgrader import EnvGrader, warm_gradable
 from bugforge.sandbox.grader import GradeResult, grade_patch
 from bugforge.testing.testmap import TestMap
+from bugforge.testing.tools import tools_digest
 
 
 def check_name(kind: str, value: str, fix: str = "") -> str:
@@ -324,4 +325,18 @@ def html_summary(report: dict, rows: list[dict], model: str, run_id: str) -> str
         + table("resolve rate by strategy", breakdown(report, rows, "strategy"))
         + table("resolve rate by repo", breakdown(report, rows, "repo"))
         + "</body></html>"
+    )
+
+
+def stale_tools(rows: list[dict]) -> str:
+    """One warning line when some rows were exported with other in-container grading tools than the
+    installed ones (their images and eval_scripts grade by those under the official harness), else ""."""
+    now = tools_digest()
+    old = [r for r in rows if r.get("tools", now) != now]
+    if not old:
+        return ""
+    return (
+        f"warning: {len(old)} of {len(rows)} instances were exported with other grading tools than the installed "
+        f"bugforge's ({old[0]['instance_id']}: {str(old[0].get('tools') or 'unrecorded')[:12]}, installed {now[:12]}); "
+        "bugforge eval grades them with the installed rules, the official harness with theirs: export again"
     )

@@ -3,6 +3,7 @@ found, else a fresh container per prediction)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from bugforge.cli.common import Bars, console, dataset_file, default_of, load_dataset
@@ -40,7 +41,7 @@ def configure(ev) -> None:
 
 
 def cmd_eval(a) -> int:
-    from bugforge.sandbox.evaluate import check_name, find_environments, model_folder
+    from bugforge.sandbox.evaluate import check_name, find_environments, model_folder, stale_tools
     from bugforge.sandbox.predictions import read_predictions
 
     # bad input fails before any work and before anything is written: the run id, the predictions file
@@ -50,6 +51,9 @@ def cmd_eval(a) -> int:
     for p in preds or []:
         model_folder(p.model_name_or_path)
     rows = load_dataset(a.dataset)
+    warning = stale_tools(rows)
+    if warning:
+        print(warning, file=sys.stderr)
     preds = preds or read_predictions("gold", rows)
     envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
     with Bars() as bars:

@@ -52,3 +52,13 @@ def test_grader_pool_lends_each_grader_to_one_worker_at_a_time():
     for t in threads:
         t.join()
     assert len(made) == 3 and peak[0] == 2 and len(pool.all) == 2
+
+
+def test_an_export_with_other_grading_tools_gets_one_warning_line():
+    from bugforge.sandbox.evaluate import stale_tools
+    from bugforge.testing.tools import tools_digest
+
+    now = tools_digest()
+    assert stale_tools([{"instance_id": "a", "tools": now}, {"instance_id": "b"}]) == ""  # unrecorded: no claim
+    line = stale_tools([{"instance_id": "a", "tools": now}, {"instance_id": "b", "tools": "0" * 64}])
+    assert "\n" not in line and line.startswith("warning: 1 of 2 instances") and "export again" in line
