@@ -16,6 +16,7 @@ Python the base images offer that was released by then."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -155,6 +156,7 @@ def _next_rung(
 ) -> tuple[Recipe | None, str]:
     if compiler_needed(text) and COMPILER not in recipe.install:
         why = "a requirement builds only from source and the image has no C compiler: installing one first"
+        recipe = copy.deepcopy(recipe)  # a new recipe: the image's label records it
         recipe.install.insert(0, COMPILER)
         recipe.notes.append(f"install: {COMPILER.split(' $(')[0]} (a requirement builds only from source)")
         return recipe, why

@@ -148,6 +148,9 @@ def test_a_pin_that_needs_a_compiler_gets_one(base_image, tmp_path, git_repo):
     rec, _ = build_environment(str(repo), out=tmp_path / "runs", runs=2, log=quiet)
     assert rec.passing == ["tests/test_c.py::test_loopback"], rec.tests
     assert rec.recipe.install[0] == COMPILER, rec.recipe.install
+    (tmp_path / "runs" / "cpin" / "env.json").unlink()  # the image stays: its recipe comes from its label
+    again, _ = build_environment(str(repo), out=tmp_path / "runs", runs=2, log=quiet)
+    assert again.image == rec.image and again.recipe.install == rec.recipe.install
 
 
 def test_a_coverage_plugin_that_breaks_the_run_is_left_out(base_image, tmp_path, git_repo):
