@@ -337,3 +337,7 @@ PATTERNS: dict[str, Pattern] = {
 from bugforge.sandbox.attack_variants import variants  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(variants())
+
+from bugforge.sandbox import attacks_round2 as round2  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round2.PATTERNS)
