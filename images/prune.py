@@ -81,6 +81,9 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
     def tags(img: dict) -> set[str]:
         return {t for t in img.get("RepoTags") or [] if t != "<none>:<none>"}
 
+    def names(img: dict) -> set[str]:  # a pulled image may be named only by digest (images push/pull)
+        return tags(img) | set(img.get("RepoDigests") or [])
+
     def ours(img: dict) -> bool:
         if only:
             return bool(tags(img)) and all(t.rsplit(":", 1)[0] in scope for t in tags(img))
@@ -99,7 +102,7 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
     ]
     gone = {k["Id"] for k in stopped}
     users = {k["ImageID"]: k["Names"][0].lstrip("/") for k in df["Containers"] if k["Id"] not in gone}
-    stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or tags(i) & keep or i["Id"] in users}
+    stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or names(i) & keep or i["Id"] in users}
     parent = {i["Id"]: i["ParentId"] for i in c.api.images(all=True)}
     held = set()  # what the images that stay are built on
     for x in stay:
@@ -121,7 +124,7 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
         containers += k.get("SizeRw") or 0
         log(f"{verb} {name} ({size(k.get('SizeRw') or 0)})")
     for i in images:
-        if tags(i) & keep:
+        if names(i) & keep:
             continue
         name = f"image {', '.join(sorted(tags(i))) or i['Id'][7:19]}"
         why = (

@@ -131,6 +131,12 @@ def test_push_pull_grade_on_second_engine(calc_runs, registry, second_engine, en
         pulled = cli("images", "pull", str(run), **_on(second_engine))
         assert pulled.returncode == 0 and "1 pulled" in pulled.stdout, pulled.stdout + pulled.stderr
         assert cli("images", "check", str(run), **_on(second_engine)).returncode == 0
+
+        # prune there keeps what the pushed dataset names (instance images are named only by digest there)
+        pr = cli("images", "prune", "--runs", str(run), **_on(second_engine))
+        assert pr.returncode == 0, pr.stderr
+        assert "nothing to prune" in pr.stdout, pr.stdout
+        assert cli("images", "check", str(run), **_on(second_engine)).returncode == 0
     finally:
         for d in read_jsonl(run / reg.LOG_FILE):  # the registry names this test gave the shared engine's images
             repo, tag = reg.remote_name(d["local"], ns)
