@@ -17,6 +17,9 @@ import resource
 import select
 import socket
 import struct
+import sys
+
+from .monitor import CHANNEL
 
 ENV = "BUGFORGE_CHANNEL"
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -31,12 +34,13 @@ def pair():
 
 
 def sender():
-    """In the test process: the channel's end BUGFORGE_CHANNEL names, or None (a run without one).
-    It moves to a descriptor number drawn at random, not inherited by the tests' subprocesses, so code
-    of the tree cannot find it by trying the first few numbers."""
+    """In the test process, before any code of the tree: hand the channel's end BUGFORGE_CHANNEL names,
+    and the token the collector sent on it, to the monitor (monitor.py), which alone sends records from
+    now on. The descriptor moves to a number drawn at random, not inherited by the tests' subprocesses.
+    False in a run without a channel."""
     fd = os.environ.pop(ENV, None)
     if not fd:
-        return None
+        return False
     fd = int(fd)
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft > 4096:
@@ -50,15 +54,9 @@ def sender():
                 fd = target
                 break
     os.set_inheritable(fd, False)
-    return socket.socket(fileno=fd)
-
-
-def send(sock, record):
-    data = json.dumps(record).encode()
-    if len(data) > _MAX:  # a huge message: keep the record, lose the text
-        record = dict(record, message=str(record.get("message", ""))[:2000])
-        data = json.dumps(record).encode()
-    sock.send(data)
+    token = os.read(fd, 256).decode()
+    sys.audit(CHANNEL, fd, token)
+    return True
 
 
 class Collector:
@@ -72,12 +70,20 @@ class Collector:
         self.tamper = []
         self.started, self.ended = set(), set()  # node ids with a `start`, with a `test` record
         self.status = None  # the exit status the `finish` record gave
+        self.token = os.urandom(16).hex()  # given to the test process first: its records carry it
         fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.out = os.fdopen(fd, "w", buffering=1)
 
     def expect(self, pid):
-        """The pid of the process started with the other end: the only sender accepted."""
+        """The pid of the process started with the other end: the only sender accepted. It gets the
+        run's token now (monitor.py keeps it out of the tree's reach)."""
         self.pid = pid
+        self.sock.send(self.token.encode())
+
+    def forget(self):
+        """In a child forked after the collector was made: close its socket and report, unread."""
+        self.sock.close()
+        os.close(self.out.fileno())
 
     def poll(self, timeout=0.0):
         """Take the records waiting (waiting at most `timeout` seconds for the first)."""
@@ -110,6 +116,9 @@ class Collector:
             return
         if not isinstance(record, dict):
             self._tamper("the test process sent a record that is not an object")
+            return
+        if record.pop("token", None) != self.token:
+            self._tamper("a record came without the run's token (not from the probe)")
             return
         self._order(record)
         self.out.write(json.dumps(record) + "\n")

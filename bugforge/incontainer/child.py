@@ -24,7 +24,7 @@ def run_child(server, req, log, guard, collector, theirs, plan=None):
     pid = os.fork()
     if pid == 0:  # child: a fresh process group, output to the log, run pytest, never return
         try:
-            collector.sock.close()
+            collector.forget()  # (its report's descriptor too: the run must not write there)
             os.setsid()
             os.chdir(req.cwd)
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

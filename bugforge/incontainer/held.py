@@ -100,6 +100,7 @@ def preload(server, req):
         probe = sys.modules.get(PROBE)
         if probe is not None:  # the clean tree's collection is the runs' starting point: snapshot it
             probe.plugin.integrity.snapshot()
+            probe.plugin.pin()
         server.held.session, server.held.args = session, list(req.preload)
         server.answer(Response(preloaded=len(server.live.sources), held=True, exit=0, log=tail(log_path)))
         server.serve(sys.stdin)  # the next requests, from inside this pytest run

@@ -71,7 +71,7 @@ def _function(obj):
     return [obj] if isinstance(obj, types.FunctionType) else []
 
 
-def _installed_dirs(root):
+def installed_dirs(root):
     import sysconfig
 
     paths = sysconfig.get_paths()
@@ -122,12 +122,13 @@ class Integrity:
         self.hookexec = None
         self.counts = {}  # node id -> outcomes reported
         self.seen = set()  # reasons already reported
+        self.items = {}  # node id -> (item, its obj, the function, that function's code state)
         self.installed = ()  # directories of installed code (the standard library, site-packages, the probe)
 
     def snapshot(self):
         """Record the identity of everything in the watched modules and their classes (see module doc)."""
         self.entries, functions = [], []
-        self.installed = _installed_dirs(self.root)
+        self.installed = installed_dirs(self.root)
         for name, module in sorted(sys.modules.items()):
             if module is None or not (name in VERDICT_STDLIB or _under(name, RUNNER)):
                 continue
@@ -181,6 +182,10 @@ class Integrity:
             for where, fn, *state in zip(*self.functions[:2], *self.functions[2]):
                 if not all(map(operator.is_, _state(fn), state)):
                     out.append("the code of %s was swapped during the run" % where)
+        for name, get in (("trace", sys.gettrace), ("profile", sys.getprofile)):
+            fn = get()
+            if fn is not None and not self._installed(fn):
+                out.append("a %s function from outside the installed code is set" % name)
         new = [r for r in out if r not in self.seen]
         self.seen.update(new)
         return new[:MAX_REASONS]
@@ -192,6 +197,28 @@ class Integrity:
             caller = getattr(config.hook, name, None)
             for impl in caller.get_hookimpls() if caller is not None else ():
                 self.configured.add((name, impl.function))
+
+    def collected(self, items):
+        """The tests' own functions as collected: each must run as collected (checked at its call)."""
+        self.items = {}
+        for item in items:
+            obj = getattr(item, "obj", None)
+            fn = getattr(obj, "__func__", obj)
+            if isinstance(fn, types.FunctionType):
+                self.items[item.nodeid] = (item, obj, fn, _state(fn))
+
+    def item_problems(self, nodeid):
+        """Why the test `nodeid` did not run its collected function ([] when it did, or is not known)."""
+        if nodeid not in self.items:
+            return []
+        item, obj, fn, state = self.items[nodeid]
+        if (
+            getattr(item, "obj", None) is not obj
+            or "runtest" in vars(item)
+            or not all(map(operator.is_, _state(fn), state))
+        ):
+            return ["%s did not run the test function it collected" % nodeid]
+        return []
 
     def outcome(self, nodeid):
         self.counts[nodeid] = self.counts.get(nodeid, 0) + 1

@@ -14,7 +14,9 @@ test may take), BUGFORGE_TEST_LIMITS (`NODE ID<TAB>SECONDS` lines for slow tests
 (wall-seconds the run's tests may take together). Past a limit the run records a `timeout` event and
 exits with 124. A process still alive EXIT_GRACE seconds after its session finished (a non-daemon
 thread a test left running) exits with the session's status. docs/probe.md describes the design.
-Runs under the image's Python (3.9+): no bugforge imports, no newer syntax."""
+Runs under the image's Python (3.9+): no bugforge imports, no newer syntax.
+PYTEST_DONT_REWRITE: start.py imports this module before pytest marks `-p` plugins for assertion
+rewriting, and pytest would warn that it is already imported (an error under `filterwarnings = error`)."""
 
 import json
 import os
@@ -24,8 +26,9 @@ import time
 
 import pytest
 
-from .integrity import Integrity
+from .integrity import Integrity, installed_dirs
 from .lookups import Watcher
+from .monitor import PIN, TAMPER, install
 from .report import Limits, Report
 from .tracking import Tracker
 
@@ -63,10 +66,24 @@ class Probe:
         self.report.open(os.environ.get("BUGFORGE_REPORT"))
         self.limits.load()
 
-    def verify(self):
+    def verify(self, _audit=sys.audit):
         """Report (once each) whatever the integrity check finds changed since the snapshot."""
         for reason in self.integrity.check():
-            self.report.emit({"event": "tamper", "reason": reason})
+            _audit(TAMPER, reason)
+
+    def pin(self, _audit=sys.audit):
+        """Have the monitor check the probe's own classes and state before each test and finish record."""
+        classes = (Probe, Report, Limits, Integrity, Tracker, Watcher)
+        _audit(
+            PIN,
+            [(c.__name__, c.__dict__, None) for c in classes]
+            + [
+                ("plugin", vars(self), ("report", "integrity", "limits", "tracker", "raised")),
+                ("plugin.report", vars(self.report), ("channel", "results")),
+                ("plugin.integrity", vars(self.integrity), ("entries", "functions", "counts", "seen", "installed")),
+                ("probe", globals(), ("plugin", "Probe", "SKIP_LIKE", "sys")),
+            ],
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config):
@@ -88,6 +105,10 @@ class Probe:
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        self.integrity.collected(session.items)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -124,30 +145,34 @@ class Probe:
         if exc is not None:
             self.raised[(item.nodeid, call.when)] = not isinstance(exc.value, SKIP_LIKE)
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report, _audit=sys.audit):
         if report.when == "call":
             self.verify()
+            for reason in self.integrity.item_problems(report.nodeid):
+                _audit(TAMPER, reason)
         raised = self.raised.pop((report.nodeid, report.when), None)
         if raised is not None and (report.passed or (raised and report.skipped and not hasattr(report, "wasxfail"))):
             reason = "%s: its %s raised, yet was reported %s" % (report.nodeid, report.when, report.outcome)
-            self.report.emit({"event": "tamper", "reason": reason})
+            _audit(TAMPER, reason)
         self.report.logreport(report)
 
     def pytest_collectreport(self, report):
         self.report.collectreport(report)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session, exitstatus):
+    def pytest_sessionfinish(self, session, exitstatus, _audit=sys.audit):
         hooks = {name: globals()[name] for name in HOOKS}
         for reason in self.integrity.problems(session, exitstatus, hooks):
-            self.report.emit({"event": "tamper", "reason": reason})
+            _audit(TAMPER, reason)
         self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
         if self.lookups_path:
             with open(self.lookups_path, "w") as f:
                 json.dump({"seen": self.tracker.seen_lists(), "fixtures": self.tracker.fixture_users}, f)
         if self.tracker.cov is not None:
             self.tracker.write_coverage(self.coverage_path)
-        if self.report.out is not None:  # a run read for its report (not the test server's own process):
+        if (
+            self.report.out is not None or self.report.channel
+        ):  # a run read for its report (not the test server's own process):
             # everything it is read for is written; a thread a test left running (not a daemon) must not
             # keep the process alive until the run's timeout
             threading.Thread(target=_end, args=(int(exitstatus),), name="bugforge-end", daemon=True).start()
@@ -167,6 +192,12 @@ def _end(status):
     os._exit(status)
 
 
+install(  # before the channel is opened, and before any code of the tree (start.py)
+    os.environ.get("BUGFORGE_ROOT", "/testbed"),
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"),
+    Report.emit.__code__,
+)
 plugin = Probe(os.environ)
 plugin.install()
 
@@ -174,6 +205,7 @@ plugin.install()
 pytest_configure = plugin.pytest_configure
 pytest_sessionstart = plugin.pytest_sessionstart
 pytest_collection_modifyitems = plugin.pytest_collection_modifyitems
+pytest_collection_finish = plugin.pytest_collection_finish
 pytest_runtest_protocol = plugin.pytest_runtest_protocol
 pytest_fixture_setup = plugin.pytest_fixture_setup
 pytest_runtest_makereport = plugin.pytest_runtest_makereport
@@ -182,3 +214,4 @@ pytest_collectreport = plugin.pytest_collectreport
 pytest_sessionfinish = plugin.pytest_sessionfinish
 HOOKS = [n for n in dir() if n.startswith("pytest_")]
 plugin.integrity.snapshot()  # last: this module is whole (integrity.py)
+plugin.pin()

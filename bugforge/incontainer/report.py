@@ -6,10 +6,12 @@ either. docs/probe.md. Python 3.9, standard library only."""
 
 import json
 import os
+import sys
 import threading
 import time
 
-from .channel import send, sender
+from .channel import sender
+from .monitor import RECORD
 
 
 class Report:
@@ -17,21 +19,20 @@ class Report:
 
     def __init__(self, root):
         self.root = root
-        self.out = None  # the verdict channel (channel.py), or a file in a run without one
+        self.out = None  # a file, in a run without the verdict channel
+        self.channel = False  # records go to the monitor, which holds the channel (monitor.py)
         self.results = {}  # node id -> its `test` event, until the test ends
 
     def open(self, path):
         """The run's channel when it has one (BUGFORGE_CHANNEL), else the file `path` (None: no report)."""
-        self.out = sender()
-        if self.out is None and path:
-            self.out = open(path, "a", buffering=1)
+        self.channel = sender()
+        self.out = open(path, "a", buffering=1) if path and not self.channel else None
 
-    def emit(self, record):
-        if self.out is None:
-            return
-        if hasattr(self.out, "sendmsg"):
-            send(self.out, record)
-        else:
+    def emit(self, record, _audit=sys.audit):
+        """Send a record: through the monitor (only this function's code may), else to the file."""
+        if self.channel:
+            _audit(RECORD, record)
+        elif self.out is not None:
             self.out.write(json.dumps(record) + "\n")
 
     def finish_test(self, nodeid):

@@ -1,25 +1,36 @@
-"""The verdict channel (bugforge/incontainer/channel.py) with real processes and real sockets: the
-collector accepts records only from the process it started, only until its `finish`, each test's once
-and after its `start`, and the process must exit with the status it reported."""
+"""The verdict channel (channel.py) and the monitor that holds it (monitor.py), with real processes and
+real sockets: the collector accepts records only from the process it started, carrying the run's token
+(which only the monitor has), only until its `finish`, each test's once and after its `start`; the
+process must exit with the status it reported; the monitor sends only what the probe's emit gives it."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 
-from bugforge.incontainer.channel import Collector, pair, send
+from bugforge.incontainer import channel, monitor
+from bugforge.incontainer.channel import Collector, pair
+
+
+def _emit(record):  # stands for the probe's Report.emit: the only code the monitor takes records from
+    sys.audit(monitor.RECORD, record)
 
 
 def _collect(tmp_path, child_body):
-    """Run `child_body(sock)` in a forked child holding the channel; return (records, tamper reasons)."""
+    """Run `child_body(raw descriptor)` in a forked child that set up the monitor and the channel as the
+    probe does; return (records, tamper reasons)."""
     mine, theirs = pair()
     report = tmp_path / "report.jsonl"
     collector = Collector(mine, str(report))
     pid = os.fork()
     if pid == 0:
-        mine.close()
+        collector.forget()
         try:
-            code = child_body(theirs) or 0
+            monitor.install(str(tmp_path), "/nonexistent/", ("/nonexistent/",), _emit.__code__)
+            os.environ[channel.ENV] = str(theirs.detach())
+            channel.sender()
+            code = child_body() or 0
         except BaseException:
             code = 99
         os._exit(code)
@@ -33,9 +44,9 @@ def _collect(tmp_path, child_body):
     return [r for r in records if r["event"] != "tamper"], [r["reason"] for r in records if r["event"] == "tamper"]
 
 
-def _run(sock, *records):
+def _run(*records):
     for r in records:
-        send(sock, r)
+        _emit(r)
 
 
 START, PASSED = {"event": "start", "nodeid": "t::a"}, {"event": "test", "nodeid": "t::a", "outcome": "passed"}
@@ -43,30 +54,60 @@ FINISH = {"event": "finish", "exitstatus": 0}
 
 
 def test_the_started_process_records_are_taken(tmp_path):
-    records, tamper = _collect(tmp_path, lambda s: _run(s, START, PASSED, FINISH))
+    records, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH))
     assert [r["event"] for r in records] == ["start", "test", "finish"] and tamper == []
+    assert all("token" not in r for r in records)
+
+
+def test_records_without_the_token_or_from_elsewhere_are_refused(tmp_path):
+    def forge():
+        """What code of the tree could do: write to every descriptor, send through the monitor itself."""
+        for fd in range(3, 1 << 16):
+            try:
+                os.write(fd, json.dumps({"event": "test", "nodeid": "t::b", "outcome": "passed"}).encode())
+            except OSError:
+                pass
+        sys.audit(monitor.RECORD, {"event": "test", "nodeid": "t::c", "outcome": "passed"})
+        _run(START, PASSED, FINISH)
+
+    records, tamper = _collect(tmp_path, forge)
+    assert {r.get("nodeid") for r in records} == {"t::a", None}
+    assert "a record came without the run's token (not from the probe)" in tamper
+    assert "a record was sent from outside the probe" in tamper
 
 
 def test_a_record_from_another_process_is_tampering(tmp_path):
-    def body(sock):
+    def body():
         child = os.fork()
         if child == 0:  # a process the test process started: its records are refused
-            _run(sock, {"event": "test", "nodeid": "t::b", "outcome": "passed"})
+            _run({"event": "test", "nodeid": "t::b", "outcome": "passed"})
             os._exit(0)
         os.waitpid(child, 0)
-        _run(sock, START, PASSED, FINISH)
+        _run(START, PASSED, FINISH)
 
     records, tamper = _collect(tmp_path, body)
     assert "t::b" not in {r.get("nodeid") for r in records}
-    assert len(tamper) == 1 and "not the test process" in tamper[0]
 
 
 def test_late_twice_unstarted_and_wrong_exit_are_tampering(tmp_path):
-    _, tamper = _collect(tmp_path, lambda s: _run(s, START, PASSED, FINISH, PASSED))
+    _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH, PASSED))
     assert tamper == ["a record arrived after the test session finished"]
-    _, tamper = _collect(tmp_path, lambda s: _run(s, START, PASSED, PASSED, FINISH))
+    _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, PASSED, FINISH))
     assert tamper == ["t::a was reported twice"]
-    _, tamper = _collect(tmp_path, lambda s: _run(s, PASSED, FINISH))
+    _, tamper = _collect(tmp_path, lambda: _run(PASSED, FINISH))
     assert tamper == ["t::a was reported without having started"]
-    _, tamper = _collect(tmp_path, lambda s: _run(s, START, PASSED, FINISH) or 3)
+    _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH) or 3)
     assert tamper == ["the test process exited with 3 after reporting 0"]
+
+
+def test_the_test_process_may_not_exec(tmp_path):
+    def body():
+        _run(START)
+        try:
+            os.execv(sys.executable, [sys.executable, "-c", "pass"])
+        except PermissionError:
+            pass
+        _run(PASSED, FINISH)
+
+    records, tamper = _collect(tmp_path, body)
+    assert tamper == ["the test process tried to run another program in its place"]
