@@ -19,11 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.records import read_jsonl  # noqa: E402
-from bugforge.sandbox.evaluate import evaluate, find_environments  # noqa: E402
-from bugforge.sandbox.harness import HarnessError, run_harness  # noqa: E402
+from bugforge.records import read_jsonl
+from bugforge.sandbox.evaluate import evaluate, find_environments
+from bugforge.sandbox.harness import HarnessError, run_harness
 
 NOOP = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+x\n"
 

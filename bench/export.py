@@ -27,12 +27,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.engine import client  # noqa: E402
-from bugforge.factory.export import export, fingerprint, remove_images  # noqa: E402
-from bugforge.factory.generate import load_validated  # noqa: E402
-from bugforge.records import load_env, read_jsonl  # noqa: E402
+from bugforge.engine import client
+from bugforge.factory.export import export, fingerprint, remove_images
+from bugforge.factory.generate import load_validated
+from bugforge.records import load_env, read_jsonl
 
 VOLATILE = {"created_at", "image", "image_name", "docker_image"}
 

@@ -25,11 +25,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.records import append_jsonl, read_jsonl  # noqa: E402
-from bugforge.training import GRPOTrainConfig, SFTTrainConfig  # noqa: E402
-from bugforge.training.splits import split, write_splits  # noqa: E402
+from bugforge.records import append_jsonl, read_jsonl
+from bugforge.training import GRPOTrainConfig, SFTTrainConfig
+from bugforge.training.splits import split, write_splits
 
 ARMS = ("base", "sft", "sft+grpo", "sft+grpo lr=0")
 

@@ -14,13 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.records import read_jsonl  # noqa: E402
-from bugforge.sandbox.envgrader import EnvGrader  # noqa: E402
-from bugforge.sandbox.evaluate import find_environments  # noqa: E402
-from bugforge.sandbox.grader import grade_patch  # noqa: E402
-from bugforge.sandbox.redteam import PATTERNS, harness, matrix, verdict  # noqa: E402
+from bugforge.records import read_jsonl
+from bugforge.sandbox.envgrader import EnvGrader
+from bugforge.sandbox.evaluate import find_environments
+from bugforge.sandbox.grader import grade_patch
+from bugforge.sandbox.redteam import PATTERNS, harness, matrix, verdict
 
 GRADERS = ("fresh", "warm", "eval_script")
 

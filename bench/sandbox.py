@@ -20,11 +20,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.cli.demo import free_port  # noqa: E402
-from bugforge.engine import client  # noqa: E402
-from bugforge.sandbox.runtime import Runtime, SandboxConfig  # noqa: E402
+from bugforge.cli.demo import free_port
+from bugforge.engine import client
+from bugforge.sandbox.runtime import Runtime, SandboxConfig
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -20,13 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.engine import client  # noqa: E402
-from bugforge.factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
-from bugforge.factory.validate import validate_all  # noqa: E402
-from bugforge.records import Validation, load_env  # noqa: E402
-from bugforge.testing.testmap import TestMap  # noqa: E402
+from bugforge.engine import client
+from bugforge.factory.generate import PROCEDURAL, procedural_candidates
+from bugforge.factory.validate import validate_all
+from bugforge.records import Validation, load_env
+from bugforge.testing.testmap import TestMap
 
 
 def run(env, testmap, cands, workers: int, mode: str, ray: str | None, out: Path) -> tuple[dict, float]:

@@ -19,13 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bugforge.factory import build_environment  # noqa: E402
-from bugforge.factory.generate import PROCEDURAL, procedural_candidates  # noqa: E402
+from bugforge.factory import build_environment
+from bugforge.factory.generate import PROCEDURAL, procedural_candidates
 from bugforge.factory.validate import Validator
-from bugforge.testing.selection import selection_for  # noqa: E402
-from bugforge.testing.testmap import TestMap  # noqa: E402
+from bugforge.testing.selection import selection_for
+from bugforge.testing.testmap import TestMap
 
 
 def busy_seconds() -> float:

@@ -20,13 +20,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fastapi.testclient import TestClient
 
-from fastapi.testclient import TestClient  # noqa: E402
-
-from bugforge.records import TaskInstance, read_jsonl, to_dict  # noqa: E402
-from bugforge.view import jsonl  # noqa: E402
-from bugforge.view.app import create_app  # noqa: E402
+from bugforge.records import TaskInstance, read_jsonl, to_dict
+from bugforge.view import jsonl
+from bugforge.view.app import create_app
 
 STRATEGIES = ("op_swap", "remove_cond", "wrong_default", "swap_args", "remove_loop", "combine", "lm_rewrite")
 

@@ -60,10 +60,19 @@ def added_names(site: Path, before: set[str]) -> set[str]:
     return names
 
 
-def test_a_regular_install_adds_only_bugforge(source, tmp_path):
-    python, site = venv(tmp_path / "venv")
+@pytest.fixture(scope="module")
+def regular(source, tmp_path_factory) -> tuple[Path, Path, set[str]]:
+    """A regular (not editable) install of the tree into a fresh venv: (its python, its site-packages, the
+    names site-packages held before)."""
+    root = tmp_path_factory.mktemp("regular")
+    python, site = venv(root / "venv")
     before = set(os.listdir(site))
-    run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", source, cwd=tmp_path)
+    run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", source, cwd=root)
+    return python, site, before
+
+
+def test_a_regular_install_adds_only_bugforge(regular, tmp_path):
+    python, site, before = regular
     assert added_names(site, before) == {"bugforge"}
     # the distribution's own record says the same: every file it installed is under bugforge/
     files = run(
@@ -101,3 +110,48 @@ def test_an_editable_install_maps_the_folders_into_bugforge(source, tmp_path):
     for name in ("factory", "sandbox", "agent", "training", "images"):
         r = subprocess.run([python, "-c", f"import {name}"], cwd=elsewhere, capture_output=True, text=True)
         assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr, name
+
+
+def test_the_installed_demo_finds_its_example_from_anywhere(regular, tmp_path):
+    """The demo's example library is package data: found from another directory, identical to the
+    source's; without it, `bugforge demo` stops at once with one line and writes nothing."""
+    python, site, _ = regular
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bugforge = python.parent / "bugforge"
+    assert "--max-candidates" in run(bugforge, "demo", "--help", cwd=elsewhere).stdout
+    found = run(python, "-c", "from bugforge.cli.demo import example_dir; print(example_dir())", cwd=elsewhere)
+    example = Path(found.stdout.strip())
+    assert example == site / "bugforge" / "examples" / "textkit"
+    shipped = {str(f.relative_to(example)) for f in example.rglob("*") if f.is_file() and f.suffix != ".pyc"}
+    tracked = subprocess.run(
+        ["git", "ls-files", "examples/textkit"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert shipped == {f.removeprefix("examples/textkit/") for f in tracked}
+    hidden = example.with_name("textkit.hidden")
+    example.rename(hidden)
+    try:
+        r = subprocess.run(
+            [bugforge, "demo", "--out", "runs"], cwd=elsewhere, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        hidden.rename(example)
+    assert r.returncode == 1 and r.stderr.startswith("error: the bundled example textkit is not installed"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (elsewhere / "runs").exists()
+
+
+def test_bench_scripts_run_against_the_installed_package(regular, source, tmp_path):
+    """Bench scripts import the installed bugforge (none puts the repository on sys.path): each one's
+    --help runs from another directory with the venv's python, and its `bugforge` is the installed one."""
+    python, site, _ = regular
+    benches = sorted((source / "bench").glob("*.py"))
+    assert benches and not [b.name for b in benches if "sys.path" in b.read_text()]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for b in [b for b in benches if "__main__" in b.read_text()]:  # scripts (statefp.py is a pytest plugin)
+        r = subprocess.run([python, b, "--help"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "usage:" in r.stdout, (b.name, r.stderr[-2000:])
+    # the modules a bench imports at its top are the installed ones
+    code = "import runpy, sys; runpy.run_path(sys.argv[1]); print(sys.modules['bugforge.sandbox.evaluate'].__file__)"
+    r = run(python, "-c", code, source / "bench" / "eval.py", cwd=elsewhere)
+    assert Path(r.stdout.strip().splitlines()[-1]) == site / "bugforge" / "sandbox" / "evaluate.py"

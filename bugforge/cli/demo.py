@@ -13,9 +13,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bugforge.cli.common import Bars, console, log
+from bugforge.errors import BugforgeError
 from bugforge.records import read_jsonl
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "textkit"
+EXAMPLE = "textkit"
+"""The bundled example library: package data of an install (bugforge/examples/textkit, pyproject's
+`bugforge.examples`), or examples/textkit of a source tree (an editable install)."""
+
+
+def example_dir(name: str = EXAMPLE) -> Path:
+    """Where the bundled example `name` lies; a one-line error if it is not there."""
+    import bugforge
+
+    places = [
+        Path(bugforge.__file__).resolve().parent / "examples" / name,  # installed as package data
+        Path(__file__).resolve().parents[2] / "examples" / name,  # a source tree (editable install)
+    ]
+    for d in places:
+        if (d / "pyproject.toml").is_file():
+            return d
+    raise BugforgeError(
+        f"the bundled example {name} is not installed (looked in {', '.join(str(p) for p in places)})",
+        "reinstall bugforge from its source (pip install .), or run the factory on a repository of your own",
+    )
 
 
 @dataclass
@@ -75,7 +95,7 @@ def cmd_demo(a) -> int:
             print_eval_report(report, rows, path)
 
     demo(
-        str(EXAMPLE),
+        str(example_dir()),
         Path(a.out),
         max_candidates=a.max_candidates,
         workers=a.workers,
