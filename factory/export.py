@@ -162,6 +162,13 @@ class ExportConfig:
     commit: a container per instance, committed (the older, slower path; same trees and commit ids)."""
     batch: int = 16
     """Images per `docker load` (layers); the rows of a batch are written once its images are loaded."""
+    statement_model: str | None = None
+    """A model that rewrites each problem statement (any OpenAI-compatible endpoint; statement.Polisher);
+    None: the template statements. Its output is scrubbed of the patch's lines."""
+    statement_base_url: str | None = None
+    """The statement model's endpoint (default: $OPENAI_BASE_URL)."""
+    statement_max_tokens: int = 600
+    """Longest statement the model may write, in tokens."""
 
 
 def export(
@@ -173,7 +180,7 @@ def export(
     method: str = ExportConfig.method,
     batch: int = ExportConfig.batch,
     progress: Callable[[str, int, int], None] = lambda *a: None,
-    statement_lm: tuple | None = None,
+    statement_lm: Callable[[str, str], str] | None = None,
 ) -> Path:
     """Build an image for every valid bug not yet exported and append its row to `out`; rows already
     there gain the fields added since they were written (`upgrade`), and `out`'s folder gets a dataset
@@ -267,13 +274,13 @@ def instance_row(
     commit: str,
     scratch: Scratch,
     seed: int,
-    statement_lm: tuple | None,
+    statement_lm: Callable[[str, str], str] | None,
     tracked: list[str] | None = None,
 ) -> TaskInstance:
     """The row of one exported bug whose image `tag` holds `commit`."""
     problem = statement.write(cand, val, seed)
-    if statement_lm:
-        problem = statement.scrub(statement.polish(problem, *statement_lm), cand.patch)
+    if statement_lm:  # (text, patch) -> the rewritten text, scrubbed of the patch (statement.Polisher)
+        problem = statement_lm(problem, cand.patch)
     return TaskInstance(
         instance_id=iid,
         repo=f"bugforge/{env.name}",

@@ -299,7 +299,7 @@ def generate(
             )
         from bugforge.factory.lm_bugs import lm_candidates
 
-        singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed)
+        singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed, log=log)
     singles = add(singles)
     done = validate_all(
         env,

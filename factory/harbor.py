@@ -244,8 +244,9 @@ def export_harbor(
     seed: int = 0,
     method: str = ExportConfig.method,
     progress: Callable[[str, int, int], None] = lambda *a: None,
+    statement_lm: Callable[[str, str], str] | None = None,
 ) -> HarborTasks:
     """The normal export (rows and instance images made by `method`, resumable), then a Harbor task per
     row, written under `out` (default: the environment's harbor/ folder)."""
-    rows = export(env_path, limit=limit, seed=seed, method=method, progress=progress)
+    rows = export(env_path, limit=limit, seed=seed, method=method, progress=progress, statement_lm=statement_lm)
     return write_tasks(rows, Path(out) if out else rows.parent / "harbor", limit=limit, progress=progress)

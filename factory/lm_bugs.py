@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import random
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
+import openai
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bugforge.records import Candidate, EnvRecord
@@ -67,8 +70,9 @@ def functions(source: str) -> tuple[cst.Module, list[tuple[str, int, int, cst.Fu
 
 
 def extract_code(reply: str) -> str | None:
-    """The code of the first fenced block in a model's reply (or the reply itself if it is bare code)."""
-    m = re.search(r"```(?:python|py)?[ \t]*\n(.*?)```", reply, re.S)
+    """The code of the first fenced block in a model's reply (or the reply itself if it is bare code). A
+    block cut off by the token limit counts up to the cut (if that is a whole function, it is one)."""
+    m = re.search(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", reply, re.S)
     if m:
         return m.group(1).strip("\n") + "\n"
     return reply.strip("\n") + "\n" if reply.lstrip().startswith("def ") else None
@@ -104,8 +108,17 @@ def stub_of(func: cst.FunctionDef) -> str:
 
 
 def lm_candidates(
-    env: EnvRecord, testmap: TestMap, cfg: LMConfig, strategies: list[str], seed: int = 0
+    env: EnvRecord,
+    testmap: TestMap,
+    cfg: LMConfig,
+    strategies: list[str],
+    seed: int = 0,
+    log: Callable[[str], None] = print,
 ) -> list[Candidate]:
+    """Ask the model about up to `cfg.per_strategy` covered functions per strategy; each usable reply
+    (one function of the same name, changed, compiling) is a candidate. An endpoint error costs that
+    candidate, not the run: it is logged in one line, and after 3 with no reply yet the strategy stops asking.
+    One line per strategy says what became of the replies."""
     from bugforge.factory.generate import source_files
 
     rng = random.Random(seed)
@@ -121,40 +134,59 @@ def lm_candidates(
     out = []
     for strategy in strategies:
         template = (TEMPLATES / f"{strategy}.txt").read_text()
+        tally: Counter = Counter()
         for path, q, node, source in sites[: cfg.per_strategy]:
+            if tally["endpoint error"] >= 3 and not tally["candidate"] + tally["unusable reply"]:
+                break  # a dead endpoint: stop asking
             code = cst.Module(body=[node]).code
             prompt = template.format(path=path, code=code, stub=stub_of(node))
             try:
-                reply = client.chat.completions.create(
-                    model=cfg.model,
-                    temperature=cfg.temperature,
-                    max_tokens=cfg.max_tokens,
-                    seed=seed,
-                    messages=[{"role": "user", "content": prompt}],
-                )
-                text = reply.choices[0].message.content or ""
-            except Exception:  # an endpoint error costs this candidate, not the run
+                text = ask(client, cfg, prompt, seed)
+            except openai.OpenAIError as e:
+                tally["endpoint error"] += 1
+                log(f"warning: {strategy} {path}::{q}: {cfg.model} failed: {type(e).__name__}: {str(e)[:160]}")
                 continue
-            new_code = extract_code(text)
-            new = replace_function(source, q, new_code) if new_code else None
-            if not new or new == source:
-                continue
-            try:
-                compile(new, path, "exec")
-            except (SyntaxError, ValueError):
-                continue
-            patch = file_diff(path, source, new)
-            out.append(
-                Candidate(
-                    patch_id(patch),
-                    strategy,
-                    patch,
-                    [path],
-                    {path: sorted(changed_lines(source, new))},
-                    q,
-                    [],
-                    [],
-                    {"model": cfg.model},
-                )
-            )
+            cand = candidate_of(strategy, path, q, source, text, cfg.model)
+            tally["candidate" if cand else "unusable reply"] += 1
+            out += [cand] if cand else []
+        log(
+            f"{strategy}: asked {cfg.model} about {sum(tally.values())} functions: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(tally.items()))
+        )
     return out
+
+
+def ask(client, cfg: LMConfig, prompt: str, seed: int) -> str:
+    reply = client.chat.completions.create(
+        model=cfg.model,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        seed=seed,
+        messages=[{"role": "user", "content": prompt}],
+    )
+    return (reply.choices[0].message.content or "") if reply.choices else ""
+
+
+def candidate_of(strategy: str, path: str, qualname: str, source: str, reply: str, model: str) -> Candidate | None:
+    """The candidate a model's reply makes of function `qualname` in `path`, or None when the reply holds
+    no function of that name, changes nothing, or does not compile."""
+    new_code = extract_code(reply)
+    new = replace_function(source, qualname, new_code) if new_code else None
+    if not new or new == source:
+        return None
+    try:
+        compile(new, path, "exec")
+    except (SyntaxError, ValueError):
+        return None
+    patch = file_diff(path, source, new)
+    return Candidate(
+        patch_id(patch),
+        strategy,
+        patch,
+        [path],
+        {path: sorted(changed_lines(source, new))},
+        qualname,
+        [],
+        [],
+        {"model": model},
+    )

@@ -3,6 +3,7 @@ instances. Option defaults come from EnvironmentConfig, GenerateConfig, LMConfig
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from bugforge.cli.common import Bars, console, log
@@ -63,6 +64,12 @@ def configure(p) -> None:
     g.add_argument(
         "--lm-per-strategy", type=int, default=LMConfig.per_strategy, help="functions to ask the LM about, per strategy"
     )
+    g.add_argument(
+        "--lm-max-tokens",
+        type=int,
+        default=LMConfig.max_tokens,
+        help=f"longest reply the LM may write (default {LMConfig.max_tokens})",
+    )
     g.set_defaults(func=cmd_generate)
 
     x = fa.add_parser("export", help="build instance images and write SWE-bench-format rows (resumable)")
@@ -85,7 +92,29 @@ def configure(p) -> None:
         default=ExportConfig.method,
         help="layers: image layers written here, loaded in batches (default); commit: a container per instance",
     )
+    x.add_argument(
+        "--statement-model",
+        default=ExportConfig.statement_model,
+        help="a model that rewrites each problem statement (any OpenAI-compatible endpoint); its output is "
+        "scrubbed of the bug's changed lines; on an endpoint error the template statement is kept, with a warning",
+    )
+    x.add_argument(
+        "--statement-base-url",
+        default=ExportConfig.statement_base_url,
+        help="the statement model's endpoint base URL (default: $OPENAI_BASE_URL)",
+    )
+    x.add_argument(
+        "--statement-max-tokens",
+        type=int,
+        default=ExportConfig.statement_max_tokens,
+        help=f"longest statement the model may write (default {ExportConfig.statement_max_tokens})",
+    )
     x.set_defaults(func=cmd_export)
+
+
+def warn(msg: str) -> None:
+    """A one-line warning on stderr (the run goes on)."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 def cmd_env(a) -> int:
@@ -110,7 +139,11 @@ def cmd_generate(a) -> int:
     from bugforge.factory.generate import generate
 
     strategies = [s.strip() for s in a.strategies.split(",")] if a.strategies else None
-    lm = LMConfig(model=a.lm_model, base_url=a.lm_base_url, per_strategy=a.lm_per_strategy) if a.lm_model else None
+    lm = (
+        LMConfig(a.lm_model, a.lm_base_url, per_strategy=a.lm_per_strategy, max_tokens=a.lm_max_tokens)
+        if a.lm_model
+        else None
+    )
     with Bars() as bars:
         rep = generate(
             a.env,
@@ -132,19 +165,30 @@ def cmd_export(a) -> int:
     from bugforge.factory.export import export
     from bugforge.records import read_jsonl
 
+    polisher = None
+    if a.statement_model:
+        from bugforge.factory.statement import Polisher
+
+        polisher = Polisher(
+            a.statement_model, a.statement_base_url, max_tokens=a.statement_max_tokens, log=warn, seed=ExportConfig.seed
+        )
     if a.format == "harbor":
         from bugforge.factory.harbor import export_harbor
 
         with Bars() as bars:
-            done = export_harbor(a.env, a.out, limit=a.limit, method=a.method, progress=bars)
+            done = export_harbor(a.env, a.out, limit=a.limit, method=a.method, progress=bars, statement_lm=polisher)
+        if polisher:
+            console.print(polisher.summary())
         console.print(
             f"{len(done.tasks)} Harbor tasks in {done.out} ({done.written} files written, {done.unchanged} "
             f"already right); run them with `harbor run -p {done.out} -a oracle` (docs/harbor.md)"
         )
         return 0
     with Bars() as bars:
-        out = export(a.env, a.out, limit=a.limit, method=a.method, progress=bars)
+        out = export(a.env, a.out, limit=a.limit, method=a.method, progress=bars, statement_lm=polisher)
     rows = read_jsonl(out)
+    if polisher:
+        console.print(polisher.summary())
     console.print(
         f"{len(rows)} task instances in {out} (one image each; score them with "
         f"`python -m swebench.harness.run_evaluation -d {out} -p gold --run_id check`)"
