@@ -341,3 +341,7 @@ PATTERNS.update(variants())
 from bugforge.sandbox import attacks_round2 as round2  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round2.PATTERNS)
+
+from bugforge.sandbox import attacks_round3 as round3  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round3.PATTERNS)
