@@ -69,6 +69,8 @@ class Collector:
         self.closed = False
         self.tamper = []
         self.started, self.ended = set(), set()  # node ids with a `start`, with a `test` record
+        self.phases = {}  # node id -> its outcome so far, folded from its `phase` records
+        self.witness = {}  # (node id, phase) -> (it raised, what it raised was a failure), from `call` records
         self.status = None  # the exit status the `finish` record gave
         self.token = os.urandom(16).hex()  # given to the test process first: its records carry it
         fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -120,21 +122,60 @@ class Collector:
         if record.pop("token", None) != self.token:
             self._tamper("a record came without the run's token (not from the probe)")
             return
-        self._order(record)
-        self.out.write(json.dumps(record) + "\n")
-        if record.get("event") == "finish":
-            self.finished, self.status = True, record.get("exitstatus")
+        event = record.get("event")
+        if event == "call":
+            self.witness[(record.get("nodeid"), record.get("when"))] = (
+                bool(record.get("raised")),
+                bool(record.get("failure")),
+            )
+        elif event == "phase":
+            self._fold(record)
+        elif event == "end":
+            self._end(record.get("nodeid"))
+        elif event == "tamper":
+            self._tamper(str(record.get("reason", "")))
+        else:
+            if event == "start":
+                self.started.add(record.get("nodeid"))
+            self.out.write(json.dumps(record) + "\n")
+            if event == "finish":
+                self.finished, self.status = True, record.get("exitstatus")
 
-    def _order(self, record):
-        event, nodeid = record.get("event"), record.get("nodeid")
-        if event == "start":
-            self.started.add(nodeid)
-        elif event == "test":
-            if nodeid in self.ended:
-                self._tamper("%s was reported twice" % nodeid)
-            elif nodeid not in self.started:
-                self._tamper("%s was reported without having started" % nodeid)
-            self.ended.add(nodeid)
+    def _fold(self, p):
+        """One phase into its test's outcome, as pytest's own summary folds them; a phase must say what
+        pytest's call of it did (its `call` record): one that raised is not passed, one that raised a
+        failure is not skipped unless the test expected to fail."""
+        nodeid, when, outcome, wasxfail = p.get("nodeid"), p.get("when"), p.get("outcome"), bool(p.get("wasxfail"))
+        seen = self.witness.pop((nodeid, when), None)
+        if seen is None:
+            self._tamper("%s: its %s was reported without pytest's call of it" % (nodeid, when))
+        elif (seen[0] and outcome == "passed") or (seen[1] and outcome == "skipped" and not wasxfail):
+            self._tamper("%s: its %s raised, yet was reported %s" % (nodeid, when, outcome))
+        r = self.phases.setdefault(nodeid, {"outcome": "passed", "duration": 0.0, "message": ""})
+        r["duration"] += float(p.get("duration") or 0.0)
+        if when == "call":
+            if wasxfail:
+                r["outcome"] = "xpassed" if outcome == "passed" else "xfailed"
+            elif outcome in ("skipped", "failed"):
+                r["outcome"] = outcome
+        elif outcome == "failed" and r["outcome"] in ("passed", "skipped"):
+            r["outcome"] = "error"  # setup or teardown failed
+        elif when == "setup" and outcome == "skipped":
+            r["outcome"] = "xfailed" if wasxfail else "skipped"
+        if outcome == "failed" and not r["message"]:
+            r["message"] = str(p.get("message") or "")
+
+    def _end(self, nodeid):
+        """A test's protocol ended: its `test` record, once, after its `start`."""
+        r = self.phases.pop(nodeid, None)
+        if r is None:
+            return
+        if nodeid in self.ended:
+            self._tamper("%s was reported twice" % nodeid)
+        elif nodeid not in self.started:
+            self._tamper("%s was reported without having started" % nodeid)
+        self.ended.add(nodeid)
+        self.out.write(json.dumps(dict(r, event="test", nodeid=nodeid)) + "\n")
 
     def exited(self, status):
         """The started process's exit status: it must be the one its `finish` record gave."""

@@ -42,8 +42,9 @@ def run_child(server, req, log, guard, collector, theirs, plan=None):
                 os._exit(NOT_SWAPPABLE)
             module = sys.modules.get(PROBE)
             probe = module.plugin if module is not None else None
-            if probe is not None:  # loaded by the server, without a report: this run's channel and limits
-                probe.reopen()
+            if probe is not None:  # loaded by the server, without a channel: this run's channel and limits,
+                probe.reopen()  # then the probe's state as this run starts, for the monitor
+                probe.pin()
             held = probe is not None and server.held.covers(req.args)
             code = server.held.run(probe, fd) if held else pytest.main(req.args)
             sys.stdout.flush()

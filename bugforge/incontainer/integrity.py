@@ -101,6 +101,15 @@ def _class_files(cls):
     return [path] if path else []
 
 
+def _record(where, owner, namespace, strict, entries, functions):
+    keys = tuple(namespace)
+    values = tuple(namespace[k] for k in keys)
+    entries.append((where, owner, namespace, keys, values, frozenset(keys), strict))
+    for key, value in zip(keys, values):
+        for fn in _function(value):
+            functions.append(("%s.%s" % (where, key), fn))
+
+
 def _shadows(namespace_owner, key):
     """Whether adding `key` to a class hides behaviour a base class gives (a method, a property)."""
     if not isinstance(namespace_owner, type):
@@ -112,83 +121,88 @@ def _shadows(namespace_owner, key):
     return False
 
 
+def installed_value(value, installed, root):
+    """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
+    could write): how pytest and its plugins rebind things while they run."""
+    files = [f for f in _files_of(value) if f is not None]
+    return all((os.path.realpath(f) + "/").startswith(installed) for f in files) and not any(
+        (os.path.abspath(f) + "/").startswith(root) for f in files
+    )
+
+
+def compare(snap, _is=operator.is_, _map=map, _all=all, _len=len):
+    """Why the watched objects are not as `snap` (Integrity.snapshot) holds them. Its helpers are bound
+    at definition, so rebinding this module's names cannot blind the first pass, which sees this module
+    too; the monitor (monitor.py) holds `snap` and this function, out of the tree's reach."""
+    entries, functions, installed, root = snap
+    out = []
+    for where, owner, namespace, keys, values, keyset, strict in entries:
+        if _len(namespace) == _len(keys) and _all(_map(_is, _map(namespace.get, keys), values)):
+            continue  # (the common case, at C speed)
+        for key, value in zip(keys, values):
+            now = namespace.get(key, _MISSING)
+            if now is not value and (strict or now is _MISSING or not installed_value(now, installed, root)):
+                out.append("%s.%s was replaced during the run" % (where, key))
+        for key in sorted(set(namespace) - keyset, key=str):
+            now = namespace.get(key)
+            if isinstance(now, types.ModuleType) or key == "__warningregistry__":
+                continue  # a submodule imported since; the warnings module's own registry
+            if not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
+                out.append("%s.%s was added during the run" % (where, key))
+    wheres, fns, states = functions
+    if not _all(_all(_map(_is, _map(get, fns), then)) for get, then in zip(_STATE, states)):
+        for where, fn, *state in zip(wheres, fns, *states):
+            if not _all(_map(_is, _state(fn), state)):
+                out.append("the code of %s was swapped during the run" % where)
+    for name, get in (("trace", sys.gettrace), ("profile", sys.getprofile)):
+        fn = get()
+        if fn is not None and not installed_value(fn, installed, root):
+            out.append("a %s function from outside the installed code is set" % name)
+    return out[:MAX_REASONS]
+
+
 class Integrity:
     def __init__(self, root, own_dir):
         self.root = root.rstrip("/") + "/"
         self.own_dir = own_dir
-        self.entries = []  # (where, namespace dict, its keys, [(key, value)])
-        self.functions = ()  # (wheres, functions, [their values of each _STATE attribute])
+        self.snap = ((), ((), (), ()), (), self.root)  # what snapshot() records (compare's argument)
         self.configured = set()  # (hook, function) pairs registered when pytest was configured
         self.hookexec = None
         self.counts = {}  # node id -> outcomes reported
-        self.seen = set()  # reasons already reported
-        self.items = {}  # node id -> (item, its obj, the function, that function's code state)
-        self.installed = ()  # directories of installed code (the standard library, site-packages, the probe)
 
     def snapshot(self):
         """Record the identity of everything in the watched modules and their classes (see module doc)."""
-        self.entries, functions = [], []
-        self.installed = installed_dirs(self.root)
+        entries, functions = [], []
         for name, module in sorted(sys.modules.items()):
             if module is None or not (name in VERDICT_STDLIB or _under(name, RUNNER)):
                 continue
             strict = _under(name, STRICT)
-            self._record(name, module, vars(module), strict, functions)
+            _record(name, module, vars(module), strict, entries, functions)
             for key, obj in list(vars(module).items()):
                 if isinstance(obj, type) and getattr(obj, "__module__", None) == name:
-                    self._record("%s.%s" % (name, key), obj, obj.__dict__, strict, functions)
+                    _record("%s.%s" % (name, key), obj, obj.__dict__, strict, entries, functions)
         # (where, function) pairs, and per attribute of _STATE the values they had: compared at C speed
-        self.functions = (
-            [w for w, _ in functions],
-            [f for _, f in functions],
-            [tuple(get(f) for _, f in functions) for get in _STATE],
+        functions = (
+            tuple(w for w, _ in functions),
+            tuple(f for _, f in functions),
+            tuple(tuple(get(f) for _, f in functions) for get in _STATE),
         )
-
-    def _record(self, where, owner, namespace, strict, functions):
-        keys = tuple(namespace)
-        values = tuple(namespace[k] for k in keys)
-        self.entries.append((where, owner, namespace, keys, values, frozenset(keys), strict))
-        for key, value in zip(keys, values):
-            for fn in _function(value):
-                functions.append(("%s.%s" % (where, key), fn))
-
-    def _installed(self, value):
-        """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
-        could write): how pytest and its plugins rebind things while they run."""
-        return all(
-            (os.path.realpath(f) + "/").startswith(self.installed) for f in _files_of(value) if f is not None
-        ) and not any((os.path.abspath(f or "") + "/").startswith(self.root) for f in _files_of(value))
+        self.snap = (tuple(entries), functions, installed_dirs(self.root), self.root)
 
     def check(self):
-        """New reasons (not reported before) why the watched objects are not as snapshot."""
+        return compare(self.snap)
+
+    @staticmethod
+    def collected(items):
+        """The tests' own functions as collected, for the monitor to check at each test's end: a test must
+        run the function it collected. ((node id, item, its obj, the function, its code state), ...)"""
         out = []
-        for where, owner, namespace, keys, values, keyset, strict in self.entries:
-            if len(namespace) == len(keys) and all(map(operator.is_, map(namespace.get, keys), values)):
-                continue  # (the common case, at C speed)
-            for key, value in zip(keys, values):
-                now = namespace.get(key, _MISSING)
-                if now is not value and (strict or now is _MISSING or not self._installed(now)):
-                    out.append("%s.%s was replaced during the run" % (where, key))
-            if len(namespace) != len(keys) or not keyset.issuperset(namespace):
-                for key in sorted(set(namespace) - keyset, key=str):
-                    now = namespace.get(key)
-                    if isinstance(now, types.ModuleType) or key == "__warningregistry__":
-                        continue  # a submodule imported since; the warnings module's own registry
-                    if not self._installed(now) or (strict and (key.startswith("__") or _shadows(owner, key))):
-                        out.append("%s.%s was added during the run" % (where, key))
-        if self.functions and not all(
-            all(map(operator.is_, map(get, self.functions[1]), then)) for get, then in zip(_STATE, self.functions[2])
-        ):
-            for where, fn, *state in zip(*self.functions[:2], *self.functions[2]):
-                if not all(map(operator.is_, _state(fn), state)):
-                    out.append("the code of %s was swapped during the run" % where)
-        for name, get in (("trace", sys.gettrace), ("profile", sys.getprofile)):
-            fn = get()
-            if fn is not None and not self._installed(fn):
-                out.append("a %s function from outside the installed code is set" % name)
-        new = [r for r in out if r not in self.seen]
-        self.seen.update(new)
-        return new[:MAX_REASONS]
+        for item in items:
+            obj = getattr(item, "obj", None)
+            fn = getattr(obj, "__func__", obj)
+            if isinstance(fn, types.FunctionType):
+                out.append((item.nodeid, item, obj, fn, _state(fn)))
+        return tuple(out)
 
     def configure(self, config):
         """The hooks registered once pytest is configured: the project's own plugins among them."""
@@ -197,28 +211,6 @@ class Integrity:
             caller = getattr(config.hook, name, None)
             for impl in caller.get_hookimpls() if caller is not None else ():
                 self.configured.add((name, impl.function))
-
-    def collected(self, items):
-        """The tests' own functions as collected: each must run as collected (checked at its call)."""
-        self.items = {}
-        for item in items:
-            obj = getattr(item, "obj", None)
-            fn = getattr(obj, "__func__", obj)
-            if isinstance(fn, types.FunctionType):
-                self.items[item.nodeid] = (item, obj, fn, _state(fn))
-
-    def item_problems(self, nodeid):
-        """Why the test `nodeid` did not run its collected function ([] when it did, or is not known)."""
-        if nodeid not in self.items:
-            return []
-        item, obj, fn, state = self.items[nodeid]
-        if (
-            getattr(item, "obj", None) is not obj
-            or "runtest" in vars(item)
-            or not all(map(operator.is_, _state(fn), state))
-        ):
-            return ["%s did not run the test function it collected" % nodeid]
-        return []
 
     def outcome(self, nodeid):
         self.counts[nodeid] = self.counts.get(nodeid, 0) + 1
@@ -247,7 +239,7 @@ class Integrity:
     def problems(self, session, exitstatus, probe_hooks):
         """Every reason the run cannot be trusted, at the session's finish."""
         config = session.config
-        out = self.check() + self._late_hooks(config)
+        out = self._late_hooks(config)
         if self.hookexec is not None and getattr(config.pluginmanager, "_inner_hookexec", None) is not self.hookexec:
             out.append("pluggy's hook execution was replaced during the run")
         for name, function in probe_hooks.items():

@@ -26,7 +26,8 @@ import os
 import re
 import sys
 
-CHANNEL, RECORD, TAMPER, PIN = "bugforge.channel", "bugforge.record", "bugforge.tamper", "bugforge.pin"
+CHANNEL, RECORD, TAMPER = "bugforge.channel", "bugforge.record", "bugforge.tamper"
+PIN, ITEMS = "bugforge.pin", "bugforge.items"
 # events that are tampering when code of the tree causes them
 WATCHED = {
     "gc.get_objects": "walked the interpreter's objects (gc)",
@@ -46,14 +47,20 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 _STARTED = []  # one install per process
 
 
-def install(root, own_dir, installed, emit_code):
+def install(root, own_dir, installed, codes):
     """Add the hook (once per process). root: the tree; own_dir: the probe's package directory;
-    installed: directories of installed code; emit_code: the code object of the probe's Report.emit."""
+    installed: directories of installed code; codes: the code objects of the probe's own functions that
+    alone may raise each event ({RECORD: Report.emit, CHANNEL: channel.sender, PIN: Probe.pin, ITEMS:
+    the probe's collection hook, "watchdog": Limits._watchdog, the one thread that may send a record})."""
     if _STARTED:
         return
     _STARTED.append(True)
-    state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": [], "pin_pid": None}
+    import threading
+
+    state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
+             "pin_pid": None, "items": None, "items_pid": None, "started": False}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
+    main, ident = threading.main_thread().ident, threading.get_ident
     root = root.rstrip("/") + "/"
 
     def tree_code(filename):
@@ -64,6 +71,14 @@ def install(root, own_dir, installed, emit_code):
             and not (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"))
         )
 
+    def untrusted(filename):
+        """A file of the tree's non-test code, or one outside the tree and the installed directories."""
+        return (
+            filename.startswith("/")
+            and not filename.startswith(installed)
+            and (tree_code(filename) or not filename.startswith(root))
+        )
+
     def culprit():
         """Whether the event comes from the tree's non-test code: the first frame outward that is a file
         neither installed nor of the tree's tests (code compiled from a string is passed over; a file
@@ -72,7 +87,16 @@ def install(root, own_dir, installed, emit_code):
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith("/") and not filename.startswith(installed):
-                return tree_code(filename) or not filename.startswith(root)
+                return untrusted(filename)
+            frame = frame.f_back
+        return False
+
+    def on_behalf_of_tree(frame):
+        """Whether any frame from `frame` outward is untrusted code (a record must come from pytest's
+        own run loop through the probe, never on behalf of the tree's code)."""
+        while frame is not None:
+            if untrusted(frame.f_code.co_filename):
+                return True
             frame = frame.f_back
         return False
 
@@ -96,33 +120,72 @@ def install(root, own_dir, installed, emit_code):
         finally:
             state["busy"] = False
 
-    def unpinned():
-        """What changed among the pinned objects (the probe's own classes and state)."""
-        return ["%s.%s was replaced during the run" % (where, key) for where, ns, key, value in state["pinned"]
-                if ns.get(key, state) is not value]  # fmt: skip
+    def caller_is(event):
+        return getframe(3).f_code is codes[event]
+
+    def checks(record):
+        """Before a test's start (the first), its end and the session's finish: what changed."""
+        kind = record.get("event")
+        if kind == "start" and state["started"]:
+            return []
+        state["started"] = True
+        out = [
+            "%s.%s was replaced during the run" % (w, k) for w, ns, k, v in state["pinned"] if ns.get(k, state) is not v
+        ]
+        if state["snap"] is not None:
+            out += state["compare"](state["snap"])
+        if kind == "end" and state["items"]:
+            out += item_problems(record.get("nodeid"))
+        return out
+
+    def item_problems(nodeid):
+        for node, item, obj, fn, code in state["items"]:
+            if node == nodeid:
+                now = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+                if (
+                    getattr(item, "obj", None) is not obj
+                    or "runtest" in vars(item)
+                    or any(a is not b for a, b in zip(now, code))
+                ):
+                    return ["%s did not run the test function it collected" % nodeid]
+        return []
 
     def _handle(event, args):
         if event == RECORD:
-            if getframe(2).f_code is not emit_code:
+            record, frame = args[0], getframe(2)  # (the frame that raised the event: the emit)
+            if not caller_is(RECORD):
                 tamper("a record was sent from outside the probe")
-                return
-            if args[0].get("event") in ("test", "finish"):
-                for reason in unpinned():
-                    tamper(reason)
-            send(args[0])
-        elif event == PIN:  # the probe's own state once it is whole: once per process, or before the channel
-            if state["pid"] == getpid() and state["pin_pid"] == getpid():
-                tamper("the probe's pinned state was replaced")
+            elif ident() != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
+                tamper("a record was sent from another thread")
+            elif on_behalf_of_tree(frame):
+                tamper("a record was sent on behalf of the tree's code")
             else:
-                state["pin_pid"] = getpid()
-                state["pinned"] = [(w, ns, k, ns[k]) for w, ns, keys in args[0] for k in (keys or list(ns)) if k in ns]
+                for reason in checks(record) if record.get("event") in ("start", "end", "finish") else ():
+                    tamper(reason)
+                send(record)
         elif event == TAMPER:
             tamper(str(args[0]))
+        elif event in (CHANNEL, PIN, ITEMS) and not caller_is(event):
+            tamper("%s was raised from outside the probe" % event)
         elif event == CHANNEL:
             if state["pid"] == getpid():
                 tamper("the verdict channel was replaced")
             else:
                 state.update(fd=args[0], token=args[1], pid=getpid())
+        elif event == PIN:  # the probe's state once it is whole: once per process, or again before the channel
+            if state["pid"] == getpid() and state["pin_pid"] == getpid():
+                tamper("the probe's pinned state was replaced")
+            else:
+                pinned, snap, compare = args
+                state.update(pin_pid=getpid(), snap=snap, compare=compare)
+                state["pinned"] = tuple(
+                    (w, ns, k, ns[k]) for w, ns, keys in pinned for k in (keys or list(ns)) if k in ns
+                )
+        elif event == ITEMS:
+            if state["items_pid"] == getpid():
+                tamper("the collected tests were replaced")
+            else:
+                state.update(items=args[0], items_pid=getpid())
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
             raise PermissionError("bugforge: the test process may not exec")
@@ -136,6 +199,8 @@ def install(root, own_dir, installed, emit_code):
             return WATCHED[event]
         if event == "object.__setattr__" and args[1] in ("__code__", "__defaults__", "__kwdefaults__"):
             return "swapped a function's %s" % args[1]
+        if event == "object.__setattr__" and args[1] == "__class__" and "__getattribute__" in vars(args[2]):
+            return "gave an object a class that answers every attribute lookup"
         if event == "compile" and isinstance(args[1], str) and args[1].startswith(installed + (own_dir,)):
             return "compiled code under an installed file's name"
         if event in ("os.listdir", "os.scandir", "open") and args and PROC_FD.match(str(args[0])):

@@ -26,9 +26,10 @@ import time
 
 import pytest
 
-from .integrity import Integrity, installed_dirs
+from .channel import sender
+from .integrity import Integrity, compare, installed_dirs
 from .lookups import Watcher
-from .monitor import PIN, TAMPER, install
+from .monitor import CHANNEL, ITEMS, PIN, RECORD, TAMPER, install
 from .report import Limits, Report
 from .tracking import Tracker
 
@@ -43,11 +44,10 @@ class Probe:
         self.coverage_path = environ.get("BUGFORGE_COVERAGE")
         self.lookups_path = environ.get("BUGFORGE_LOOKUPS")
         self.report = Report(self.root)
-        self.report.open(environ.get("BUGFORGE_REPORT"))
+        self.report.open()
         self.tracker = Tracker(self.root, bool(self.coverage_path or self.lookups_path))
         self.limits = Limits(self.report)
         self.integrity = Integrity(self.root, os.path.dirname(os.path.abspath(__file__)) + os.sep)
-        self.raised = {}  # (node id, phase) -> whether it raised a failure (not a skip or xfail)
 
     def install(self):
         """Watch the classes built from now on (lookup runs), start coverage and access tracking
@@ -63,27 +63,19 @@ class Probe:
     def reopen(self):
         """In a child of the test server (which loaded this plugin without a report): this run's
         channel (or report) and limits, from its environment."""
-        self.report.open(os.environ.get("BUGFORGE_REPORT"))
+        self.report.open()
         self.limits.load()
 
-    def verify(self, _audit=sys.audit):
-        """Report (once each) whatever the integrity check finds changed since the snapshot."""
-        for reason in self.integrity.check():
-            _audit(TAMPER, reason)
-
     def pin(self, _audit=sys.audit):
-        """Have the monitor check the probe's own classes and state before each test and finish record."""
+        """Hand the monitor what it checks before each test's start and end and the session's finish:
+        the probe's own classes and state, whole, and the integrity snapshot with its comparison."""
         classes = (Probe, Report, Limits, Integrity, Tracker, Watcher)
-        _audit(
-            PIN,
-            [(c.__name__, c.__dict__, None) for c in classes]
-            + [
-                ("plugin", vars(self), ("report", "integrity", "limits", "tracker", "raised")),
-                ("plugin.report", vars(self.report), ("channel", "results")),
-                ("plugin.integrity", vars(self.integrity), ("entries", "functions", "counts", "seen", "installed")),
-                ("probe", globals(), ("plugin", "Probe", "SKIP_LIKE", "sys")),
-            ],
-        )
+        pinned = [(c.__name__, c.__dict__, None) for c in classes] + [
+            ("plugin", vars(self), None),
+            ("plugin.report", vars(self.report), None),
+            ("probe", globals(), ("plugin", "Probe", "SKIP_LIKE", "sys", "Report", "Integrity")),
+        ]
+        _audit(PIN, pinned, self.integrity.snap, compare)
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config):
@@ -107,13 +99,11 @@ class Probe:
         items[:] = keep
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session):
-        self.integrity.collected(session.items)
+    def pytest_collection_finish(self, session, _audit=sys.audit):
+        _audit(ITEMS, Integrity.collected(session.items))  # the monitor checks each at its end
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if not self.integrity.counts:
-            self.verify()  # what collection changed (later: at each test's call report, and the finish)
         self.report.emit({"event": "start", "nodeid": item.nodeid, "t": time.time()})
         if self.tracker.active:
             self.tracker.start_test(item)
@@ -122,7 +112,7 @@ class Probe:
         self.limits.end_test()
         if self.tracker.active:
             self.tracker.switch("")
-        self.report.finish_test(item.nodeid)
+        self.report.end(item.nodeid)
         self.integrity.outcome(item.nodeid)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -138,22 +128,17 @@ class Probe:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        """Witness what each phase did, for pytest_runtest_logreport: a phase that raised cannot be
-        reported passed, nor one that raised a failure (not a skip or an xfail) skipped, unless xfail."""
+        """Witness what pytest's call of each phase did, for the collector (channel.py): a phase that
+        raised cannot be reported passed, nor one that raised a failure (not a skip or xfail) skipped."""
         yield
         exc = call.excinfo
-        if exc is not None:
-            self.raised[(item.nodeid, call.when)] = not isinstance(exc.value, SKIP_LIKE)
+        raised = exc is not None
+        failure = raised and not isinstance(exc.value, SKIP_LIKE)
+        self.report.emit(
+            {"event": "call", "nodeid": item.nodeid, "when": call.when, "raised": raised, "failure": failure}
+        )
 
-    def pytest_runtest_logreport(self, report, _audit=sys.audit):
-        if report.when == "call":
-            self.verify()
-            for reason in self.integrity.item_problems(report.nodeid):
-                _audit(TAMPER, reason)
-        raised = self.raised.pop((report.nodeid, report.when), None)
-        if raised is not None and (report.passed or (raised and report.skipped and not hasattr(report, "wasxfail"))):
-            reason = "%s: its %s raised, yet was reported %s" % (report.nodeid, report.when, report.outcome)
-            _audit(TAMPER, reason)
+    def pytest_runtest_logreport(self, report):
         self.report.logreport(report)
 
     def pytest_collectreport(self, report):
@@ -170,9 +155,7 @@ class Probe:
                 json.dump({"seen": self.tracker.seen_lists(), "fixtures": self.tracker.fixture_users}, f)
         if self.tracker.cov is not None:
             self.tracker.write_coverage(self.coverage_path)
-        if (
-            self.report.out is not None or self.report.channel
-        ):  # a run read for its report (not the test server's own process):
+        if self.report.channel:  # a run read for its report (not the test server's own process):
             # everything it is read for is written; a thread a test left running (not a daemon) must not
             # keep the process alive until the run's timeout
             threading.Thread(target=_end, args=(int(exitstatus),), name="bugforge-end", daemon=True).start()
@@ -196,7 +179,13 @@ install(  # before the channel is opened, and before any code of the tree (start
     os.environ.get("BUGFORGE_ROOT", "/testbed"),
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
     installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"),
-    Report.emit.__code__,
+    {
+        RECORD: Report.emit.__code__,
+        CHANNEL: sender.__code__,
+        PIN: Probe.pin.__code__,
+        ITEMS: Probe.pytest_collection_finish.__code__,
+        "watchdog": Limits._watchdog.__code__,
+    },
 )
 plugin = Probe(os.environ)
 plugin.install()

@@ -1,10 +1,11 @@
-"""The probe's report and limits. Report writes the run's JSON lines (`start`, `test`, `collect_error`,
-`timeout`, `finish` events), appended as tests finish, so a killed run still tells which tests finished
-and which one was running. Limits holds the per-test limit (CPU-seconds of the test thread, or three
-times as many wall-seconds) and the run's budget, and its watchdog thread ends the run with 124 past
-either. docs/probe.md. Python 3.9, standard library only."""
+"""The probe's report and limits. Report sends the run's records through the monitor (monitor.py) to
+the collector (channel.py): `start`, `phase` (each of a test's setup, call and teardown as pytest
+reported it), `end`, `collect_error`, `timeout`, `finish`. The collector, out of the test process's
+reach, folds a test's phases into its outcome and writes the `test` records, so a killed run still tells
+which tests finished and which one was running. Limits holds the per-test limit (CPU-seconds of the test
+thread, or three times as many wall-seconds) and the run's budget, and its watchdog thread ends the run
+with 124 past either. docs/probe.md. Python 3.9, standard library only."""
 
-import json
 import os
 import sys
 import threading
@@ -15,51 +16,35 @@ from .monitor import RECORD
 
 
 class Report:
-    """The run's report (BUGFORGE_REPORT), and each running test's outcome, folded from its phases."""
+    """The run's records, sent as they happen; nothing about an outcome is kept here."""
 
     def __init__(self, root):
         self.root = root
-        self.out = None  # a file, in a run without the verdict channel
-        self.channel = False  # records go to the monitor, which holds the channel (monitor.py)
-        self.results = {}  # node id -> its `test` event, until the test ends
+        self.channel = False  # whether the run has a verdict channel (the test server's own process has none)
 
-    def open(self, path):
-        """The run's channel when it has one (BUGFORGE_CHANNEL), else the file `path` (None: no report)."""
+    def open(self):
+        """Hand the run's channel (BUGFORGE_CHANNEL), if any, to the monitor."""
         self.channel = sender()
-        self.out = open(path, "a", buffering=1) if path and not self.channel else None
 
     def emit(self, record, _audit=sys.audit):
-        """Send a record: through the monitor (only this function's code may), else to the file."""
-        if self.channel:
-            _audit(RECORD, record)
-        elif self.out is not None:
-            self.out.write(json.dumps(record) + "\n")
+        """Send a record through the monitor (only this function's code may; it drops it without a channel)."""
+        _audit(RECORD, record)
 
-    def finish_test(self, nodeid):
-        r = self.results.pop(nodeid, None)
-        if r is not None:
-            self.emit(r)
+    def end(self, nodeid):
+        self.emit({"event": "end", "nodeid": nodeid})
 
     def logreport(self, report):
-        r = self.results.setdefault(
-            report.nodeid,
-            {"event": "test", "nodeid": report.nodeid, "outcome": "passed", "duration": 0.0, "message": ""},
+        self.emit(
+            {
+                "event": "phase",
+                "nodeid": str(report.nodeid),
+                "when": str(report.when),
+                "outcome": str(report.outcome),
+                "wasxfail": hasattr(report, "wasxfail"),
+                "duration": float(report.duration),
+                "message": self.message(report) if report.failed else "",
+            }
         )
-        r["duration"] += report.duration
-        wasxfail = hasattr(report, "wasxfail")
-        if report.when == "call":
-            if wasxfail:
-                r["outcome"] = "xpassed" if report.passed else "xfailed"
-            elif report.skipped:
-                r["outcome"] = "skipped"
-            elif report.failed:
-                r["outcome"] = "failed"
-        elif report.failed and r["outcome"] in ("passed", "skipped"):
-            r["outcome"] = "error"  # setup or teardown failed
-        elif report.when == "setup" and report.skipped:
-            r["outcome"] = "xfailed" if wasxfail else "skipped"
-        if report.failed and not r["message"]:
-            r["message"] = self.message(report)
 
     def collectreport(self, report):
         if report.failed:

@@ -27,7 +27,8 @@ def _collect(tmp_path, child_body):
     if pid == 0:
         collector.forget()
         try:
-            monitor.install(str(tmp_path), "/nonexistent/", ("/nonexistent/",), _emit.__code__)
+            codes = {monitor.RECORD: _emit.__code__, monitor.CHANNEL: channel.sender.__code__}
+            monitor.install(str(tmp_path), "/nonexistent/", ("/",), codes)  # (every file counts as installed)
             os.environ[channel.ENV] = str(theirs.detach())
             channel.sender()
             code = child_body() or 0
@@ -46,17 +47,33 @@ def _collect(tmp_path, child_body):
 
 def _run(*records):
     for r in records:
-        _emit(r)
+        for one in r if isinstance(r, tuple) else (r,):
+            _emit(one)
 
 
-START, PASSED = {"event": "start", "nodeid": "t::a"}, {"event": "test", "nodeid": "t::a", "outcome": "passed"}
-FINISH = {"event": "finish", "exitstatus": 0}
+START, FINISH = {"event": "start", "nodeid": "t::a"}, {"event": "finish", "exitstatus": 0}
+CALL = {"event": "call", "nodeid": "t::a", "when": "call", "raised": False, "failure": False}
+PHASE = {"event": "phase", "nodeid": "t::a", "when": "call", "outcome": "passed", "wasxfail": False, "duration": 0.1}
+PASSED = (CALL, PHASE, {"event": "end", "nodeid": "t::a"})  # what the probe sends for a passing call
 
 
 def test_the_started_process_records_are_taken(tmp_path):
     records, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH))
     assert [r["event"] for r in records] == ["start", "test", "finish"] and tamper == []
-    assert all("token" not in r for r in records)
+    assert records[1] == {"event": "test", "nodeid": "t::a", "outcome": "passed", "duration": 0.1, "message": ""}
+
+
+def test_the_collector_folds_phases_and_holds_them_to_what_pytest_saw(tmp_path):
+    raised = dict(CALL, raised=True, failure=True)
+    records, tamper = _collect(tmp_path, lambda: _run(START, raised, PHASE, {"event": "end", "nodeid": "t::a"}, FINISH))
+    assert tamper == ["t::a: its call raised, yet was reported passed"]
+    records, tamper = _collect(tmp_path, lambda: _run(START, PHASE, {"event": "end", "nodeid": "t::a"}, FINISH))
+    assert tamper == ["t::a: its call was reported without pytest's call of it"]
+    failed = dict(PHASE, outcome="failed", message="m")
+    records, tamper = _collect(
+        tmp_path, lambda: _run(START, raised, failed, {"event": "end", "nodeid": "t::a"}, FINISH)
+    )
+    assert tamper == [] and records[1]["outcome"] == "failed" and records[1]["message"] == "m"
 
 
 def test_records_without_the_token_or_from_elsewhere_are_refused(tmp_path):
@@ -64,10 +81,10 @@ def test_records_without_the_token_or_from_elsewhere_are_refused(tmp_path):
         """What code of the tree could do: write to every descriptor, send through the monitor itself."""
         for fd in range(3, 1 << 16):
             try:
-                os.write(fd, json.dumps({"event": "test", "nodeid": "t::b", "outcome": "passed"}).encode())
+                os.write(fd, json.dumps({"event": "start", "nodeid": "t::b"}).encode())
             except OSError:
                 pass
-        sys.audit(monitor.RECORD, {"event": "test", "nodeid": "t::c", "outcome": "passed"})
+        sys.audit(monitor.RECORD, {"event": "start", "nodeid": "t::c"})
         _run(START, PASSED, FINISH)
 
     records, tamper = _collect(tmp_path, forge)
@@ -80,7 +97,7 @@ def test_a_record_from_another_process_is_tampering(tmp_path):
     def body():
         child = os.fork()
         if child == 0:  # a process the test process started: its records are refused
-            _run({"event": "test", "nodeid": "t::b", "outcome": "passed"})
+            _run({"event": "start", "nodeid": "t::b"})
             os._exit(0)
         os.waitpid(child, 0)
         _run(START, PASSED, FINISH)
@@ -91,7 +108,7 @@ def test_a_record_from_another_process_is_tampering(tmp_path):
 
 def test_late_twice_unstarted_and_wrong_exit_are_tampering(tmp_path):
     _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH, PASSED))
-    assert tamper == ["a record arrived after the test session finished"]
+    assert tamper == ["a record arrived after the test session finished"]  # (once, for its first record)
     _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, PASSED, FINISH))
     assert tamper == ["t::a was reported twice"]
     _, tamper = _collect(tmp_path, lambda: _run(PASSED, FINISH))
