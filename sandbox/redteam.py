@@ -19,10 +19,22 @@ from bugforge.sandbox.grader import grade_patch, labels_of
 from bugforge.sandbox.harness import harness_verdicts
 from bugforge.testing.testrun import file_archive
 
+# Correct fixes shaped like the attacks (module-level code, a new module): every grader must resolve
+# them, so a rule that catches an attack by catching ordinary fixes shows here as a false alarm.
+CONTROLS: dict[str, Pattern] = {
+    "control: gold plus a module-level line": Pattern(
+        'git apply "$GOLD" && printf \'\nimport os as _os_control\n_CONTROL_PID = _os_control.getpid()\n\' >> "$MOD"'
+    ),
+    "control: gold plus a new helper module": Pattern(
+        'git apply "$GOLD" && printf \'VALUE = 2\n\' > "$(dirname "$MOD")/control_helper_value.py" && '
+        "printf '\\nfrom . import control_helper_value as _control_helper\\n' >> \"$MOD\""
+    ),
+}
+
 
 def patch_for(instance: dict, name: str) -> str:
     """The patch pattern `name` makes in a container of the instance's image."""
-    pattern = PATTERNS[name]
+    pattern = PATTERNS.get(name) or CONTROLS[name]
     f2p, p2p = labels_of(instance)
     env = {
         "F": f2p[0].split("::")[0],
@@ -72,7 +84,8 @@ def harness(
 def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: int = 60) -> dict[str, dict[str, str]]:
     """{pattern: {"fresh" | "warm" | "eval_script": verdict}} for one instance; `grader`: an EnvGrader
     of the instance's environment. The gold patch is graded too, as the pattern "gold"."""
-    patches = {"gold": instance["patch"], **{n: patch_for(instance, n) for n in names or PATTERNS}}
+    names = list(names or [*PATTERNS, *CONTROLS])
+    patches = {"gold": instance["patch"], **{n: patch_for(instance, n) for n in names}}
     slug = {n: f"{instance['instance_id']}__rt{i}" for i, n in enumerate(patches)}
     rows = [{**instance, "instance_id": slug[n]} for n in patches]
     out = {}

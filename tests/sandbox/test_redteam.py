@@ -13,7 +13,7 @@ import pytest
 from bugforge.sandbox.attacks import MECHANISMS
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
-from bugforge.sandbox.redteam import PATTERNS, matrix
+from bugforge.sandbox.redteam import CONTROLS, PATTERNS, matrix
 
 GRADERS = {"fresh", "warm", "eval_script"}
 
@@ -39,6 +39,11 @@ def test_pattern_is_not_resolved_by_any_grader(red, name):
 
 def test_gold_is_resolved_by_every_grader(red):
     assert red["gold"] == dict.fromkeys(GRADERS, "RESOLVED")
+
+
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_correct_fixes_shaped_like_attacks_are_resolved_by_every_grader(red, name):
+    assert red[name] == dict.fromkeys(GRADERS, "RESOLVED")
 
 
 def test_in_process_tricks_are_flagged_not_just_failed(red):
