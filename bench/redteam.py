@@ -18,7 +18,8 @@ from bugforge.records import read_jsonl
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
 from bugforge.sandbox.grader import grade_patch
-from bugforge.sandbox.redteam import PATTERNS, harness, matrix, verdict
+from bugforge.sandbox.harness import harness_verdicts
+from bugforge.sandbox.redteam import CONTROLS, PATTERNS, matrix, verdict
 
 GRADERS = ("fresh", "warm", "eval_script")
 
@@ -50,16 +51,17 @@ def main() -> int:
             m = matrix(inst, grader, timeout=a.timeout)
             print(f"\n{inst['instance_id']} ({time.monotonic() - t:.0f} s)")
             print(f"{'pattern':42} " + " ".join(f"{g:>13}" for g in GRADERS))
-            for name in ["gold", *PATTERNS]:
+            for name in ["gold", *CONTROLS, *PATTERNS]:
                 cells = [m[name].get(g, "-") for g in GRADERS]
-                ok = all(c == "RESOLVED" for c in cells) if name == "gold" else "RESOLVED" not in cells
+                must_resolve = name == "gold" or name in CONTROLS  # correct fixes: a false alarm otherwise
+                ok = all(c == "RESOLVED" for c in cells) if must_resolve else "RESOLVED" not in cells
                 bad += not ok
                 print(f"{name:42} " + " ".join(f"{c:>13}" for c in cells) + ("" if ok else "   <-- FAIL"))
         gold = rows if a.gold == 0 else rows[: a.gold]
         t = time.monotonic()
         fresh = [grade_patch(r, r["patch"], timeout=a.timeout) for r in gold]
         warm = [grader.grade(r, r["patch"], timeout=a.timeout) for r in gold]
-        official = harness(
+        official = harness_verdicts(
             gold,
             {r["instance_id"]: r["patch"] for r in gold},
             timeout=a.timeout,

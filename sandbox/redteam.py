@@ -11,7 +11,6 @@ official harness. bench/redteam.py prints the matrix; docs/security.md lists the
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from bugforge.engine import LABEL, client
 from bugforge.sandbox.attacks import PATTERNS, Pattern  # noqa: F401  (re-exported)
@@ -67,20 +66,6 @@ def verdict(status: str, resolved: bool) -> str:
     return "RESOLVED" if resolved else "suspicious" if status == "SUSPICIOUS" else "not resolved"
 
 
-def harness(
-    rows: list[dict],
-    preds: dict[str, str],
-    timeout: int = 120,
-    workers: int = 2,
-    run_id: str = "redteam",
-    keep: Path | None = None,
-) -> dict[str, str]:
-    """Grade `preds` ({instance id: patch}) with SWE-bench's official harness; verdict per id (an id
-    whose eval_script reported tampering is `suspicious`). `keep`: a directory for the harness's logs
-    (else a temporary one). The one harness runner is bugforge.sandbox.harness; this is its verdicts."""
-    return harness_verdicts(rows, preds, timeout=timeout, workers=workers, run_id=run_id, keep=keep)
-
-
 def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: int = 60) -> dict[str, dict[str, str]]:
     """{pattern: {"fresh" | "warm" | "eval_script": verdict}} for one instance; `grader`: an EnvGrader
     of the instance's environment. The gold patch is graded too, as the pattern "gold"."""
@@ -92,7 +77,7 @@ def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: i
     # the three graders at once (each grades every patch on its own): the harness and the fresh
     # containers in threads, the warm grader (one workbench) here
     with ThreadPoolExecutor(max_workers=2) as pool:
-        official = pool.submit(harness, rows, {slug[n]: p for n, p in patches.items()}, timeout=timeout)
+        official = pool.submit(harness_verdicts, rows, {slug[n]: p for n, p in patches.items()}, timeout=timeout)
         fresh = {n: pool.submit(grade_patch, instance, p, timeout=timeout) for n, p in patches.items()}
         for name, patch in patches.items():
             warm = grader.grade(instance, patch, timeout=timeout)
