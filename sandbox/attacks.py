@@ -345,3 +345,7 @@ PATTERNS.update(round2.PATTERNS)
 from bugforge.sandbox import attacks_round3 as round3  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round3.PATTERNS)
+
+from bugforge.sandbox import attacks_round4 as round4  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round4.PATTERNS)
