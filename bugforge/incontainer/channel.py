@@ -127,10 +127,10 @@ class Collector:
             return
         event = record.get("event")
         if event == "call":
-            self.witness[(record.get("nodeid"), record.get("when"))] = (
-                bool(record.get("raised")),
-                bool(record.get("failure")),
-            )
+            key = (record.get("nodeid"), record.get("when"))
+            if key in self.witness:
+                self._tamper("%s: its %s was witnessed twice" % key)
+            self.witness[key] = (bool(record.get("raised")), bool(record.get("failure")))
         elif event == "phase":
             self._fold(record)
         elif event == "end":

@@ -155,6 +155,8 @@ def install(root, own_dir, installed, codes):
             record, frame = args[0], getframe(2)  # (the frame that raised the event: the emit)
             if not caller_is(RECORD):
                 tamper("a record was sent from outside the probe")
+            elif not getattr(frame.f_back, "f_code", frame.f_code).co_filename.startswith(own_dir):
+                tamper("a record was sent through the probe by code that is not the probe's")
             elif ident() != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
                 tamper("a record was sent from another thread")
             elif on_behalf_of_tree(frame):

@@ -26,10 +26,12 @@ import tokenize
 
 TAMPER = 95
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
-# names that change how Python or pytest start, wherever they are
+# names that change how Python or pytest start, or that pytest and the graders take for tests, wherever they are
 PLANTED = re.compile(
     r"(^|/)(conftest\.py|sitecustomize\.py|usercustomize\.py|[^/]*\.pth|\.?pytest\.ini|pytest\.toml|\.pytest\.toml"
-    r"|tox\.ini|setup\.cfg|pyproject\.toml|\.gitignore|\.gitattributes)$"
+    r"|tox\.ini|setup\.cfg|pyproject\.toml|\.gitignore|\.gitattributes"
+    # files named like tests: pytest collects them and the graders trust their code as the tests'
+    r"|test_[^/]*\.py|[^/]*_test\.py)$"
 )
 # what Python or a test runner reads without it being source: bytecode and installed-package metadata
 GENERATED = re.compile(r"(^|/)(__pycache__/|[^/]*\.pyc$|[^/]*\.pyo$|[^/]*\.(egg|dist)-info(/|$)|[^/]*\.egg-link$)")

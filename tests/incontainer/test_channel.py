@@ -28,7 +28,8 @@ def _collect(tmp_path, child_body):
         collector.forget()
         try:
             codes = {monitor.RECORD: _emit.__code__, monitor.CHANNEL: channel.sender.__code__}
-            monitor.install(str(tmp_path), "/nonexistent/", ("/",), codes)  # (every file counts as installed)
+            # (this file stands for the probe's own; every file counts as installed)
+            monitor.install(str(tmp_path), os.path.dirname(__file__) + "/", ("/",), codes)
             os.environ[channel.ENV] = str(theirs.detach())
             channel.sender()
             code = child_body() or 0
@@ -115,6 +116,11 @@ def test_late_twice_unstarted_and_wrong_exit_are_tampering(tmp_path):
     assert tamper == ["t::a was reported without having started"]
     _, tamper = _collect(tmp_path, lambda: _run(START, PASSED, FINISH) or 3)
     assert tamper == ["the test process exited with 3 after reporting 0"]
+
+
+def test_a_second_witness_of_one_phase_is_tampering(tmp_path):
+    _, tamper = _collect(tmp_path, lambda: _run(START, CALL, CALL, PHASE, {"event": "end", "nodeid": "t::a"}, FINISH))
+    assert tamper == ["t::a: its call was witnessed twice"]
 
 
 def test_the_test_process_may_not_exec(tmp_path):
