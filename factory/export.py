@@ -198,6 +198,7 @@ def export(
     if not valid:
         raise BugforgeError(f"no validated bugs in {env_dir}", "run `bugforge factory generate` first")
     upgrade(out)
+    drop_stale(out, env.image, tools_digest())  # (made again below, with this environment and these tools)
     write_card(out)
     rows = {r["instance_id"]: r for r in read_jsonl(out)}
     todo = valid[:limit] if limit else valid
@@ -313,6 +314,18 @@ SPLIT = "test"
 """The split the dataset card declares (SWE-bench's name for its evaluation rows)."""
 
 CARD_MARK = "<!-- written by bugforge factory export -->"
+
+
+def drop_stale(out: Path, env_image: str, tools: str) -> int:
+    """Remove (atomically) the rows of `out` made from another environment image or with other grading
+    tools than these, so that export makes them again; returns how many. Rows are otherwise kept."""
+    rows = read_jsonl(out)
+    keep = [r for r in rows if r.get("env_image", env_image) == env_image and r.get("tools", tools) in (tools, "")]
+    if len(keep) < len(rows):
+        tmp = out.with_suffix(out.suffix + ".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
+        tmp.replace(out)
+    return len(rows) - len(keep)
 
 
 def upgrade(out: Path) -> None:

@@ -332,11 +332,12 @@ def stale_tools(rows: list[dict]) -> str:
     """One warning line when some rows were exported with other in-container grading tools than the
     installed ones (their images and eval_scripts grade by those under the official harness), else ""."""
     now = tools_digest()
-    old = [r for r in rows if r.get("tools", now) != now]
+    old = [r for r in rows if r.get("tools") and r["tools"] != now]
     if not old:
         return ""
     return (
         f"warning: {len(old)} of {len(rows)} instances were exported with other grading tools than the installed "
         f"bugforge's ({old[0]['instance_id']}: {str(old[0].get('tools') or 'unrecorded')[:12]}, installed {now[:12]}); "
-        "bugforge eval grades them with the installed rules, the official harness with theirs: export again"
+        "bugforge eval grades them with the installed rules, the official harness with theirs: "
+        "`bugforge factory export` again remakes them"
     )

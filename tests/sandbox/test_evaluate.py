@@ -4,6 +4,7 @@ evaluator itself, on real containers against the official harness, is tested in 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -61,4 +62,20 @@ def test_an_export_with_other_grading_tools_gets_one_warning_line():
     now = tools_digest()
     assert stale_tools([{"instance_id": "a", "tools": now}, {"instance_id": "b"}]) == ""  # unrecorded: no claim
     line = stale_tools([{"instance_id": "a", "tools": now}, {"instance_id": "b", "tools": "0" * 64}])
-    assert "\n" not in line and line.startswith("warning: 1 of 2 instances") and "export again" in line
+    assert "\n" not in line and line.startswith("warning: 1 of 2 instances") and "factory export` again" in line
+
+
+def test_export_remakes_rows_made_with_other_grading_tools(tmp_path):
+    from bugforge.factory.export import drop_stale
+
+    out = tmp_path / "instances.jsonl"
+    rows = [
+        {"instance_id": "a", "env_image": "env:1", "tools": "t1"},  # current
+        {"instance_id": "b", "env_image": "env:0", "tools": "t1"},  # another environment image
+        {"instance_id": "c", "env_image": "env:1", "tools": "t0"},  # other grading tools
+        {"instance_id": "d", "env_image": "env:1"},  # tools unrecorded: kept
+    ]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert drop_stale(out, "env:1", "t1") == 2
+    assert [json.loads(line)["instance_id"] for line in out.read_text().splitlines()] == ["a", "d"]
+    assert drop_stale(out, "env:1", "t1") == 0
