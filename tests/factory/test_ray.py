@@ -198,8 +198,10 @@ def test_sandbox_sessions_on_ray_actors_behave_like_in_process_ones(cluster, ins
     finally:
         box.shutdown()
         local.shutdown()
-    left = ours()  # only the container of the killed actor's session (a lost node's stay on that node)
-    assert len(left) == 1
+    # at most the container of the killed actor's session (a lost node's stay on that node); on one host, the
+    # next runtime to start a container removes it, its owner process being gone (bugforge.engine.remove_orphans)
+    left = ours()
+    assert len(left) <= 1
     for c in left:
         c.remove(force=True)
 
