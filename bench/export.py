@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,7 +44,9 @@ def bench_copy(src: Path, dest: Path) -> Path:
         if (src / name).exists():
             shutil.copy(src / name, dest / name)
     rec = json.loads((dest / "env.json").read_text())
-    rec["name"] = f"exportbench-{rec['name']}"
+    rec["name"] = (
+        f"exportbench{uuid.uuid4().hex[:8]}-{rec['name']}"  # a run of its own: another bench's clean-up spares it
+    )
     (dest / "env.json").write_text(json.dumps(rec))
     return dest
 

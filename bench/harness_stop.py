@@ -11,15 +11,18 @@ from __future__ import annotations
 import argparse
 import io
 import time
+import uuid
 
 from bugforge.engine import client
 from bugforge.records import read_jsonl
 from bugforge.sandbox.harness import harness_verdicts
 
+RUN = uuid.uuid4().hex[:8]  # this run's tags: a concurrent run removes only its own
+
 
 def retag(image: str, signal: str) -> str:
     """`image` with its stop signal set to `signal`, under a tag of this bench's own."""
-    tag = f"bugforge/bench-stop:{signal.lower()}-{image.split(':')[-1]}"
+    tag = f"bugforge/bench-stop:{signal.lower()}-{RUN}-{image.split(':')[-1]}"
     client().images.build(fileobj=io.BytesIO(f"FROM {image}\nSTOPSIGNAL {signal}\n".encode()), tag=tag, rm=True)
     return tag
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from bugforge.factory.acquire import acquire
 
 
@@ -36,6 +38,7 @@ def test_a_bare_mirror_is_a_git_source(git_repo, tmp_path, monkeypatch):
     assert (tmp_path / "b" / "m.py").read_text() == "x = 2\n"
 
 
+@pytest.mark.network
 def test_an_sdist_pip_cannot_prepare_is_taken_from_the_index(tmp_path, monkeypatch):
     """html5lib 1.1's setup.py imports pkg_resources, which current setuptools lacks: pip download fails
     preparing its metadata; the file comes from the package index (PyPI) directly, its hash checked."""

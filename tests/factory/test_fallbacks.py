@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -98,9 +97,8 @@ def test_a_suite_written_for_an_older_pytest_resolves_as_of_its_commit_date(
     assert not reused and len(rec.passing) == 3, rec.tests
     assert rec.recipe.as_of == "2023-06-01T12:00:00Z" and "pytest==7.3.1" in rec.recipe.resolved, rec.recipe
     assert any("resolved as of 2023-06-01" in n for n in rec.recipe.notes), rec.recipe.notes
-    t0 = time.monotonic()
     again, reused = build_environment(str(repo), out=tmp_path / "runs", runs=2, log=quiet)
-    assert reused and again.image == rec.image and time.monotonic() - t0 < 20
+    assert reused and again.image == rec.image
 
 
 def test_too_few_passing_is_an_error_of_one_line(base_image, tmp_path, write_tree, cli):
@@ -138,6 +136,7 @@ def test_a_build_backend_that_reaches_the_network_falls_back_to_the_tree(base_im
     assert any("own build failed" in n for n in rec.recipe.notes), rec.recipe.notes
 
 
+@pytest.mark.network
 def test_a_pin_that_needs_a_compiler_gets_one(base_image, tmp_path, git_repo):
     """netifaces 0.11.0 has no wheel for the image's Python and the image has no compiler."""
     files = {

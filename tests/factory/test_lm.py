@@ -7,12 +7,14 @@ writes ~25 tokens/s here."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import docker
@@ -54,6 +56,9 @@ def lm_env(calc_env, model_url, tmp_path_factory, cli):
     line (the LM asked about every covered function, seeded), and the generate run's output."""
     envdir = tmp_path_factory.mktemp("lm") / "calc"
     shutil.copytree(Path(calc_env.testmap).parent, envdir)
+    rec = json.loads((envdir / "env.json").read_text())
+    rec["name"] = f"calclm{uuid.uuid4().hex[:8]}"  # task image tags of this module's own: calc's content
+    (envdir / "env.json").write_text(json.dumps(rec))  # tags are shared with other sessions' calc images
     r = cli(
         *("factory", "generate", envdir, "--strategies", "op_change,lm_modify,lm_rewrite", "--max-candidates", "2"),
         *("--lm-model", "local", "--lm-base-url", model_url, "--lm-max-tokens", "120", "--lm-per-strategy", "5"),
@@ -66,13 +71,12 @@ def lm_env(calc_env, model_url, tmp_path_factory, cli):
 
 @pytest.fixture(scope="module")
 def made_images():
-    """Tags of the task images this module's exports made; removed at the end (calc's images made by
-    other tests stay)."""
+    """Tags of the task images this module's exports made (under lm_env's own environment name, so no
+    other test's or session's); removed at the end."""
     from bugforge.engine import client
 
-    existed = {t for i in client().images.list(name="bugforge/task.calc") for t in i.tags}
     made: set[str] = set()
-    yield lambda rows: made.update(r["image"] for r in rows if r["image"] not in existed)
+    yield lambda rows: made.update(r["image"] for r in rows)
     for tag in made:
         try:
             client().images.remove(tag, force=True)

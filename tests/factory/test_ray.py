@@ -233,6 +233,7 @@ def test_a_grpo_step_over_the_ray_sandbox(cluster, instances, make_tiny_model, t
         box.shutdown()
 
 
+@pytest.mark.docker  # the sandbox reaches the engine before it looks for the images
 def test_a_ray_sandbox_whose_images_are_missing_on_a_node_stops_before_any_session(cluster):
     from bugforge.errors import BugforgeError
     from bugforge.sandbox import connect

@@ -10,6 +10,8 @@ import os
 import subprocess
 import tarfile
 
+import pytest
+
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
 from bugforge.factory.project_files import repository_url
@@ -206,6 +208,7 @@ def test_submodules_are_initialised_from_a_local_repository(tmp_path, git_repo):
     assert got.notes[1].endswith("its files are missing")
 
 
+@pytest.mark.network
 def test_an_sdist_with_incomplete_tests_is_built_from_its_repository_tag(base_image, tmp_path, cli, git_repo):
     """A `pypi:` source whose sdist leaves out tests/__init__.py (which the tests import from) is built from
     the repository its PKG-INFO names, at the release's tag. Real pip (a local index beside PyPI), git, Docker."""

@@ -4,7 +4,6 @@ problem statements that do not leak the diff. Real containers and repositories."
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 from bugforge.factory.statement import leaks, write
@@ -70,9 +69,8 @@ def test_infinite_loop_is_caught_by_the_timeout(calc_env, edit):
     v = Validator(calc_env, TestMap.load(Path(calc_env.testmap)), "selected", timeout=5)
     v.timeout = 5
     try:
-        t0 = time.monotonic()
-        result = v.validate(cand)
-        assert result.status == "timeout" and time.monotonic() - t0 < 60
+        result = v.validate(cand)  # a hang the limit missed never returns: the per-test timeout fails it
+        assert result.status == "timeout", result
         # the workbench is usable afterwards
         ok = v.validate(edit(repo, "calc/ops.py", "return a - b", "return a * b"))
         assert ok.status == "valid"
@@ -87,9 +85,8 @@ def test_infinite_loop_is_caught_by_the_timeout(calc_env, edit):
             v = Validator(env, TestMap.load(Path(env.testmap)), mode, test_limit=2)
             v.timeout = 300
             try:
-                t0 = time.monotonic()
                 result = v.validate(cand)
-                assert result.status == "timeout" and time.monotonic() - t0 < 60, (mode, result)
+                assert result.status == "timeout", (mode, result)
                 assert result.messages == {hang: f"ran past its limit of {limit} CPU-seconds"}, (mode, result)
             finally:
                 v.close()
@@ -118,7 +115,10 @@ def test_a_bug_that_slows_the_run_is_judged_on_the_same_total_in_every_mode(envi
             try:
                 if mode == "selected":
                     assert selection_for(cand.changed, v.testmap, v.passing, root=repo) == ["tests/test_b.py::test_inc"]
-                    assert 0.8 < v.limits(["tests/test_b.py::test_inc"]).budget < 1.0
+                    # the budget less test_slow's baseline time (about 1 s, more on a loaded host): computed
+                    # from the recorded time, not bounded by the clock
+                    slow = v.durations["tests/test_a.py::test_slow"]
+                    assert v.limits(["tests/test_b.py::test_inc"]).budget == round(2.0 - slow, 3)
                 result = v.validate(cand)
                 assert result.status == status, (nap, mode, result)
                 if status == "timeout":

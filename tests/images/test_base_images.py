@@ -57,6 +57,7 @@ def test_base_image_from_registry(engine):
     assert engine.containers.run(img.tag, ["git", "--version"], remove=True)
 
 
+@pytest.mark.network
 def test_bootstrap_base_with_injected_ca_bundle_makes_pip_work(engine, base_image, tmp_path):
     """The offline path builds a base from the debootstrap root file system. A CA bundle marked so
     that its image is new forces a real build; pip inside then trusts exactly that bundle."""

@@ -112,7 +112,7 @@ def serve_and_stop(tmp_path) -> str:
 
 
 @pytest.fixture
-def runtime():
+def runtime(engine):  # the engine fixture marks its tests `docker`
     rt = Runtime(SandboxConfig(mem_limit="256m"))  # the default owner label, as every run's
     yield rt
     rt.shutdown()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from bugforge.sandbox.runtime import Runtime, SandboxConfig
-from bugforge.sandbox.shell import INTERRUPT_GRACE
 
 
 @pytest.fixture
@@ -26,10 +25,18 @@ def test_a_command_ignoring_ctrl_c_times_out_near_its_timeout(session, procps):
         assert session.container.exec_run(rm, user="root").exit_code == 0
         assert session.run("command -v pgrep").exit_code != 0
     r = session.run("trap '' INT; sleep 30", timeout=3)
-    assert r.timed_out and not r.shell_restarted
-    # ^C's grace, then the kill, with room for a loaded machine; it was 15 s (^C, a kill that did nothing
-    # without pgrep, a restart) or 10 s with pgrep
-    assert 3 <= r.seconds < 3 + INTERRUPT_GRACE + 3
+    # stopped by the kill that follows ^C, not by giving up on the shell: it was 15.8 s with timed_out false
+    # (^C, a kill that did nothing without pgrep, a restart of the shell). Behaviour, not a clock bound.
+    assert r.timed_out and not r.shell_restarted and r.seconds >= 3, r
+    assert _sleepers(session) == []  # the command's processes are gone, not left running
     r = session.run("bash -c \"trap '' INT; sleep 30\" & wait", timeout=2)  # a child ignoring ^C too
-    assert r.timed_out and r.seconds < 2 + INTERRUPT_GRACE + 3
+    assert r.timed_out and not r.shell_restarted, r
+    assert _sleepers(session) == []
     assert session.run("echo still here").output == "still here\n"
+
+
+def _sleepers(session) -> list[str]:
+    """Processes running `sleep 30` in the container, read from /proc (no procps needed)."""
+    code = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done | grep -x 'sleep 30 ' || true"
+    out = session.container.exec_run(["bash", "-c", code], user="root").output.decode()
+    return out.split()
