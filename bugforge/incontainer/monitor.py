@@ -58,7 +58,7 @@ def install(root, own_dir, installed, codes):
     import threading
 
     state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
-             "pin_pid": None, "items": None, "items_pid": None, "started": False}  # fmt: skip
+             "pin_pid": None, "items": {}, "items_pid": None, "started": False}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
     main, ident = threading.main_thread().ident, threading.get_ident
     root = root.rstrip("/") + "/"
@@ -139,15 +139,17 @@ def install(root, own_dir, installed, codes):
         return out
 
     def item_problems(nodeid):
-        for node, item, obj, fn, code in state["items"]:
-            if node == nodeid:
-                now = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
-                if (
-                    getattr(item, "obj", None) is not obj
-                    or "runtest" in vars(item)
-                    or any(a is not b for a, b in zip(now, code))
-                ):
-                    return ["%s did not run the test function it collected" % nodeid]
+        entry = state["items"].get(nodeid)
+        if entry is None:
+            return []
+        item, fn, code = entry
+        now = getattr(item, "obj", None)  # (a unittest case's is a new bound method per run: its function counts)
+        if (
+            getattr(now, "__func__", now) is not fn
+            or "runtest" in vars(item)
+            or any(a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code))
+        ):
+            return ["%s did not run the test function it collected" % nodeid]
         return []
 
     def _handle(event, args):
@@ -187,7 +189,9 @@ def install(root, own_dir, installed, codes):
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
             else:
-                state.update(items=args[0], items_pid=getpid())
+                state.update(
+                    items={node: (item, fn, code) for node, item, _obj, fn, code in args[0]}, items_pid=getpid()
+                )
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
             raise PermissionError("bugforge: the test process may not exec")
