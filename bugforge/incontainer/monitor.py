@@ -47,6 +47,17 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 _STARTED = []  # one install per process
 
 
+def _is_file_source(args):
+    """Whether compile's source is the named file's content."""
+    source, path = args[0], args[1]
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return source == data or (isinstance(source, str) and source.encode("utf-8", "surrogateescape") == data)
+
+
 def install(root, own_dir, installed, codes):
     """Add the hook (once per process). root: the tree; own_dir: the probe's package directory;
     installed: directories of installed code; codes: the code objects of the probe's own functions that
@@ -208,7 +219,10 @@ def install(root, own_dir, installed, codes):
         if event == "object.__setattr__" and args[1] == "__class__" and "__getattribute__" in vars(args[2]):
             return "gave an object a class that answers every attribute lookup"
         if event == "compile" and isinstance(args[1], str) and args[1].startswith(installed + (own_dir,)):
-            return "compiled code under an installed file's name"
+            # (the import system compiles an installed module's source when no bytecode is cached: the source
+            # is then that file's own, which nothing the test user runs can write)
+            if not (getframe(3).f_code.co_filename.startswith("<frozen importlib") and _is_file_source(args)):
+                return "compiled code under an installed file's name"
         if event in ("os.listdir", "os.scandir", "open") and args and PROC_FD.match(str(args[0])):
             return "listed a process's descriptors"
         if event == "socket.__new__" and state["fd"] is not None:
