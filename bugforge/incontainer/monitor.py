@@ -44,6 +44,9 @@ WATCHED = {
     "sys.addaudithook": "added an audit hook",
 }
 PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
+# events judged by their own source only: libraries the tree uses make code objects, compile and set
+# defaults as a matter of course (glom through boltons' function builder)
+DIRECT = ("code.__new__", "compile", "object.__setattr__")
 _STARTED = []  # one install per process
 
 
@@ -98,6 +101,17 @@ def install(root, own_dir, installed, codes):
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith("/") and not filename.startswith(installed):
+                return untrusted(filename)
+            frame = frame.f_back
+        return False
+
+    def direct():
+        """Whether the event's own source is the tree's non-test code: the first frame outward that is a
+        file (code compiled from a string is passed over), installed or not."""
+        frame = getframe(3)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename.startswith("/"):
                 return untrusted(filename)
             frame = frame.f_back
         return False
@@ -208,7 +222,7 @@ def install(root, own_dir, installed, codes):
             raise PermissionError("bugforge: the test process may not exec")
         else:
             reason = _judge(event, args)
-            if reason and culprit():
+            if reason and (direct() if event in DIRECT else culprit()):
                 tamper("code of the tree %s (%s)" % (reason, event))
 
     def _judge(event, args):
