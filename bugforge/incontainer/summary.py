@@ -7,10 +7,18 @@ OUTCOME` lines, records for the gold patch at export); any other outcome prints 
 harness would count XFAIL as passing and a patch can make a failing test end xfailed at run time.
 The exported eval_script prints this between the harness's markers instead of pytest's console, so
 nothing a test prints can pose as a result. A report that records tampering, or has no end-of-run
-record, prints the reasons (`bugforge-tamper: ...`) and no result, as the graders do. Standard library only, Python 3.9."""
+record, prints the reasons (`bugforge-tamper: ...`) and no result, as the graders do. Each line is one
+write: the harness reads standard output and error as one stream, and a line split across two writes
+could take the shell's trace of the next command into its middle (a gold patch graded unresolved).
+Standard library only, Python 3.9."""
 
 import json
+import os
 import sys
+
+
+def _line(text):
+    os.write(1, (text + "\n").encode("utf-8", "replace"))
 
 
 def _gold(path):
@@ -46,11 +54,11 @@ def main(path, gold_path=None):
     if not finished:  # the process ended before the probe's checks ran: as the graders, no result
         tamper.append("the test run ended before pytest's session finished")
     for reason in tamper:
-        print("bugforge-tamper: %s" % reason)
+        _line("bugforge-tamper: %s" % reason)
     if not tamper:
         for nodeid, outcome in sorted(outcomes.items()):
             ok = outcome == "passed" or gold.get(nodeid) == outcome
-            print("%s %s" % ("PASSED" if ok else "FAILED", nodeid))
+            _line("%s %s" % ("PASSED" if ok else "FAILED", nodeid))
     return 0
 
 
