@@ -25,6 +25,7 @@ from bugforge.factory import statement
 from bugforge.factory.acquire import FIXED_DATE
 from bugforge.factory.generate import Scratch, load_validated
 from bugforge.factory.layers import Base, Thin
+from bugforge.factory.rows_file import drop_stale, upgrade, write_card
 from bugforge.images import image_exists
 from bugforge.records import (
     Candidate,
@@ -32,10 +33,8 @@ from bugforge.records import (
     TaskInstance,
     Validation,
     append_jsonl,
-    from_dict,
     load_env,
     read_jsonl,
-    to_dict,
 )
 from bugforge.testing import tamper
 from bugforge.testing.testrun import (
@@ -307,69 +306,6 @@ def instance_row(
         test_files=test_files_of(val, env.repo_dir, tracked),
         pytest_args=env.recipe.pytest_args,
         tools=tools_digest(),
-    )
-
-
-SPLIT = "test"
-"""The split the dataset card declares (SWE-bench's name for its evaluation rows)."""
-
-CARD_MARK = "<!-- written by bugforge factory export -->"
-
-
-def drop_stale(out: Path, env_image: str, tools: str) -> int:
-    """Remove (atomically) the rows of `out` made from another environment image or with other grading
-    tools than these, so that export makes them again; returns how many. Rows are otherwise kept."""
-    rows = read_jsonl(out)
-    keep = [r for r in rows if r.get("env_image", env_image) == env_image and r.get("tools", tools) in (tools, "")]
-    if len(keep) < len(rows):
-        tmp = out.with_suffix(out.suffix + ".tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep))
-        tmp.replace(out)
-    return len(rows) - len(keep)
-
-
-def upgrade(out: Path) -> None:
-    """Rewrite `out` (atomically) when a row lacks a field TaskInstance now fills in (image_name,
-    docker_image): each row read as a TaskInstance and written back, fields TaskInstance lacks kept."""
-    rows = read_jsonl(out)
-    names = TaskInstance.__dataclass_fields__
-    if all(set(names) <= set(r) for r in rows):
-        return
-
-    def filled(r: dict) -> dict:
-        try:
-            return (
-                to_dict(from_dict(TaskInstance, {k: v for k, v in r.items() if k in names}))
-                | r
-                | {k: r.get(k) or r["image"] for k in ("image_name", "docker_image")}
-            )
-        except (TypeError, KeyError):  # not a row bugforge wrote: as it is
-            return r
-
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text("".join(json.dumps(filled(r)) + "\n" for r in rows))
-    tmp.replace(out)
-
-
-def write_card(out: Path) -> None:
-    """A README.md beside `out` whose YAML header names `out` as the data file of split SPLIT (the folder
-    also holds other JSONL files: candidates, validations). A README.md bugforge did not write is left
-    as it is."""
-    card = out.parent / "README.md"
-    if card.exists() and CARD_MARK not in card.read_text(errors="replace"):
-        return
-    card.write_text(
-        "---\n"
-        "configs:\n"
-        "- config_name: default\n"
-        "  data_files:\n"
-        f"  - split: {SPLIT}\n"
-        f"    path: {out.name}\n"
-        "---\n"
-        f"{CARD_MARK}\n\n"
-        f"Task instances (SWE-bench 5.x rows, one image each) exported by bugforge: `{out.name}`, split `{SPLIT}`.\n"
-        f'Load with `datasets.load_dataset("<this folder>", split="{SPLIT}")`; run agents on them as\n'
-        "bugforge's docs/mini-swe-agent.md shows; score predictions with `bugforge eval` or the SWE-bench harness.\n"
     )
 
 

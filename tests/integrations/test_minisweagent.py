@@ -37,7 +37,7 @@ def test_rows_written_before_image_name_are_upgraded_and_load(tmp_path, instance
     """An export folder whose rows predate image_name (and which holds other JSONL files): export's
     upgrade fills image_name/docker_image in from image, its card makes `load_dataset(folder)` read
     the rows alone; a row read as a TaskInstance gets them too."""
-    from bugforge.factory.export import upgrade, write_card
+    from bugforge.factory.rows_file import upgrade, write_card
 
     old = [{k: v for k, v in r.items() if k not in ("image_name", "docker_image")} for r in instances]
     assert all(from_dict(TaskInstance, r).image_name == r["image"] for r in old)

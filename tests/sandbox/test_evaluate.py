@@ -66,7 +66,7 @@ def test_an_export_with_other_grading_tools_gets_one_warning_line():
 
 
 def test_export_remakes_rows_made_with_other_grading_tools(tmp_path):
-    from bugforge.factory.export import drop_stale
+    from bugforge.factory.rows_file import drop_stale
 
     out = tmp_path / "instances.jsonl"
     rows = [
