@@ -189,9 +189,6 @@ class Integrity:
         )
         self.snap = (tuple(entries), functions, installed_dirs(self.root), self.root)
 
-    def check(self):
-        return compare(self.snap)
-
     @staticmethod
     def collected(items):
         """The tests' own functions as collected, for the monitor to check at each test's end: a test must
