@@ -5,12 +5,12 @@ importable. It records, for every module of pytest, pluggy and the probe's own p
 standard-library modules the probe's records pass through (VERDICT_STDLIB), every attribute of the
 module and of every class defined there (its whole `__dict__`, so an added attribute counts too), and
 the code, defaults and keyword defaults of every function among them. Nothing is picked by hand.
-`check` compares: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
+`compare` (the monitor runs it) checks: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
 added that hides a base class's method or property; elsewhere a change is allowed only to a value
 whose code comes from installed files (pytest and its plugins rebind things while they run), never
 from the tree or anywhere the test user can write. No function's code may be swapped.
 
-The probe calls `check` before the first test, at each test's call report and at the session's finish
+The monitor runs `compare` before the first test, at each test's call report and at the session's finish
 (`problems`, which adds: a reporting hook registered after pytest was configured that lives in the
 project's non-test code, the probe's own hooks no longer registered, a test with more than one outcome
 or, in a run that went to its end, none). docs/security.md states what this does and does not catch.
