@@ -10,7 +10,7 @@ added that hides a base class's method or property; elsewhere a change is allowe
 whose code comes from installed files (pytest and its plugins rebind things while they run), never
 from the tree or anywhere the test user can write. No function's code may be swapped.
 
-The monitor runs `compare` before the first test, at each test's call report and at the session's finish
+The monitor runs `compare` before the first test, at each test's end and at the session's finish
 (`problems`, which adds: a reporting hook registered after pytest was configured that lives in the
 project's non-test code, the probe's own hooks no longer registered, a test with more than one outcome
 or, in a run that went to its end, none). docs/security.md states what this does and does not catch.
