@@ -5,7 +5,7 @@ importable. It records, for every module of pytest, pluggy and the probe's own p
 standard-library modules the probe's records pass through (VERDICT_STDLIB), every attribute of the
 module and of every class defined there (its whole `__dict__`, so an added attribute counts too), and
 the code, defaults and keyword defaults of every function among them. Nothing is picked by hand.
-`compare` (the monitor runs it) checks: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
+unittest's modules (ASSERTING: TestCase's assertions) are recorded likewise. `compare` (the monitor runs it) checks: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
 added that hides a base class's method or property; elsewhere a change is allowed only to a value
 whose code comes from installed files (pytest and its plugins rebind things while they run), never
 from the tree or anywhere the test user can write. No function's code may be swapped.
@@ -22,6 +22,8 @@ import sys
 import types
 
 RUNNER = ("pytest", "_pytest", "pluggy", "bugforge_incontainer")
+# the standard library's own assertions (unittest's TestCase), loaded by start.py before the tree
+ASSERTING = ("unittest",)
 # the standard library the probe's records pass through on their way to the collector, and more
 VERDICT_STDLIB = (
     "builtins", "json", "json.encoder", "json.decoder", "json.scanner", "_json", "os", "posix", "posixpath",
@@ -45,6 +47,10 @@ HOOKS = (
     "pytest_report_teststatus",
     "pytest_pyfunc_call",
     "pytest_collection_modifyitems",
+    "pytest_itemcollected",
+    "pytest_pycollect_makeitem",
+    "pytest_make_collect_report",
+    "pytest_collection_finish",
     "pytest_deselected",
     "pytest_sessionfinish",
 )
@@ -174,7 +180,7 @@ class Integrity:
         """Record the identity of everything in the watched modules and their classes (see module doc)."""
         entries, functions = [], []
         for name, module in sorted(sys.modules.items()):
-            if module is None or not (name in VERDICT_STDLIB or _under(name, RUNNER)):
+            if module is None or not (name in VERDICT_STDLIB or _under(name, RUNNER + ASSERTING)):
                 continue
             strict = _under(name, STRICT)
             _record(name, module, vars(module), strict, entries, functions)

@@ -72,7 +72,8 @@ def install(root, own_dir, installed, codes):
     import threading
 
     state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
-             "pin_pid": None, "items": {}, "items_pid": None, "started": False}  # fmt: skip
+             "pin_pid": None, "items": {}, "items_pid": None, "started": False, "bindings": (),
+             "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
     main, ident = threading.main_thread().ident, threading.get_ident
     root = root.rstrip("/") + "/"
@@ -155,8 +156,12 @@ def install(root, own_dir, installed, codes):
             return []
         state["started"] = True
         out = [
-            "%s.%s was replaced during the run" % (w, k) for w, ns, k, v in state["pinned"] if ns.get(k, state) is not v
+            "%s.%s was replaced during the run" % (w, k)
+            for w, ns, k, v in state["pinned"] + state["bindings"]
+            if ns.get(k, state) is not v
         ]
+        if kind == "finish":
+            out += state["defined"]
         if state["snap"] is not None:
             out += state["compare"](state["snap"])
         if kind == "end" and state["items"]:
@@ -214,8 +219,12 @@ def install(root, own_dir, installed, codes):
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
             else:
+                items, bindings, defined = args
                 state.update(
-                    items={node: (item, fn, code) for node, item, _obj, fn, code in args[0]}, items_pid=getpid()
+                    items={node: (item, fn, code) for node, item, _obj, fn, code in items},
+                    items_pid=getpid(),
+                    bindings=tuple(bindings),
+                    defined=list(defined),
                 )
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")

@@ -27,6 +27,7 @@ import time
 import pytest
 
 from .channel import sender
+from .defined import problems_and_bindings
 from .integrity import Integrity, compare, installed_dirs
 from .lookups import Watcher
 from .monitor import CHANNEL, ITEMS, PIN, RECORD, TAMPER, install
@@ -100,7 +101,12 @@ class Probe:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session, _audit=sys.audit):
-        _audit(ITEMS, Integrity.collected(session.items))  # the monitor checks each at its end
+        """Hand the monitor the collected tests' functions (it checks each at its end), what the test
+        files bind by importing installed code (held likewise), and why the collected functions are
+        not the ones their files define (defined.py; reported with the run's finish)."""
+        _, _, installed, root = self.integrity.snap
+        reasons, bindings = problems_and_bindings(session.items, installed, root)
+        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -38,6 +38,7 @@ def load_runner():
     import _pytest.config
     import pluggy  # noqa: F401
     import pytest  # noqa: F401
+    import unittest  # noqa: F401  (its assertions are watched like pytest's: integrity.ASSERTING)
 
     for name in _pytest.config.default_plugins:
         importlib.import_module("_pytest." + name)

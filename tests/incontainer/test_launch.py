@@ -5,14 +5,6 @@ is the collector's."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from bugforge import incontainer
-
 SUITE = """
 import unittest
 
@@ -47,23 +39,10 @@ def test_skipped():
 """
 
 
-def test_a_run_of_every_common_test_shape_has_no_false_alarm(tmp_path):
-    tree = tmp_path / "tree"  # the tree, and the tools outside it (as /testbed and /opt/bugforge)
-    (tree / "tests").mkdir(parents=True)
-    (tree / "tests" / "test_shapes.py").write_text(SUITE)
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    (tools / "bugforge_incontainer").symlink_to(Path(incontainer.__file__).parent)
-    report = tmp_path / "out" / "report.jsonl"
-    report.parent.mkdir()
-    env = {**os.environ, "BUGFORGE_ROOT": str(tree), "PYTHONPATH": str(tools), "PYTHONDONTWRITEBYTECODE": "1"}
-    launch = [sys.executable, "-I", "-S", str(tools / "bugforge_incontainer" / "launch.py"), str(report), "--"]
-    args = ["-p", "bugforge_incontainer.probe", "-q", "-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"]
-    r = subprocess.run([*launch, *args, "tests"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
-    records = [json.loads(line) for line in report.read_text().splitlines()]
-    assert [x["reason"] for x in records if x["event"] == "tamper"] == [], r.stdout[-2000:]
-    outcomes = {x["nodeid"].split("::", 1)[1]: x["outcome"] for x in records if x["event"] == "test"}
-    assert outcomes == {
+def test_a_run_of_every_common_test_shape_has_no_false_alarm(launch):
+    records, r = launch({"tests/test_shapes.py": SUITE})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert launch.outcomes(records) == {
         "Case::test_equal": "passed",
         "Case::test_fails": "failed",
         "TestPlain::test_method": "passed",
