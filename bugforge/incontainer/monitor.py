@@ -13,6 +13,10 @@ of reach of code that cannot walk objects or frames, and walking them is itself 
   channel is set, as the test server does when it holds a collected session): the probe's own
   classes and state, checked before each `test` and `finish` record is sent (the checks that find
   tampering are the probe's code: replacing them must not silence them).
+- `sys.audit("bugforge.items", collected, bindings, reasons)`, once per process, from the probe's
+  collection hook: the collected tests' functions (each test must run its own: checked at its end),
+  what the test files bind by importing installed code (held like the pinned state), and why the
+  collected functions are not the ones their files define (defined.py; sent with each finish).
 - It raises tamper records itself when code of the tree (not a test file or conftest: the first frame
   outward that is not installed code) walks objects or other threads' frames (gc, sys._current_frames),
   sets a trace or profile function, swaps a function's code or defaults, loads native code (ctypes),
