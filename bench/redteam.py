@@ -10,6 +10,7 @@ A pattern passes when no grader says RESOLVED. Figures: docs/figures.md, "Red te
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,15 @@ def main() -> int:
     ap.add_argument("--gold", type=int, default=0, help="gold patches to grade (0 = every row)")
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--logs", default="runs/redteam", help="where the official harness's logs of the gold run go")
+    ap.add_argument(
+        "--module", help="grade only the PATTERNS of this module (a new round, unregistered: bugforge.sandbox.NAME)"
+    )
     a = ap.parse_args()
+    names = None
+    if a.module:
+        extra = importlib.import_module(a.module).PATTERNS
+        PATTERNS.update(extra)
+        names = list(extra)
     rows = read_jsonl(Path(a.dataset))
     envs = find_environments(rows, Path(a.dataset).parent)
     if not envs:
@@ -48,10 +57,10 @@ def main() -> int:
     try:
         for inst in targets:
             t = time.monotonic()
-            m = matrix(inst, grader, timeout=a.timeout)
+            m = matrix(inst, grader, names, timeout=a.timeout)
             print(f"\n{inst['instance_id']} ({time.monotonic() - t:.0f} s)")
             print(f"{'pattern':42} " + " ".join(f"{g:>13}" for g in GRADERS))
-            for name in ["gold", *CONTROLS, *PATTERNS]:
+            for name in ["gold", *(names or [*CONTROLS, *PATTERNS])]:
                 cells = [m[name].get(g, "-") for g in GRADERS]
                 must_resolve = name == "gold" or name in CONTROLS  # correct fixes: a false alarm otherwise
                 ok = all(c == "RESOLVED" for c in cells) if must_resolve else "RESOLVED" not in cells
@@ -87,7 +96,7 @@ def main() -> int:
     finally:
         grader.close()
     print(
-        f"\n{len(PATTERNS)} patterns x {len(GRADERS)} graders on {len(targets)} instance(s): "
+        f"\n{len(names or PATTERNS)} patterns x {len(GRADERS)} graders on {len(targets)} instance(s): "
         + ("every pattern not resolved, every gold patch resolved" if not bad else f"{bad} failures")
     )
     return 1 if bad else 0

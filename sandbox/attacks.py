@@ -349,3 +349,7 @@ PATTERNS.update(round3.PATTERNS)
 from bugforge.sandbox import attacks_round4 as round4  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round4.PATTERNS)
+
+from bugforge.sandbox import attacks_round5 as round5  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round5.PATTERNS)

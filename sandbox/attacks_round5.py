@@ -3,7 +3,8 @@ variants and rounds two to four. Each is a Pattern (a shell script run in /testb
 container, variables F, MOD, IDS, GOLD). None of them fixes the bug: the FAIL_TO_PASS tests still fail
 when the test functions are called plainly (import the test module, call the function).
 
-What they go after: the graders check that each test *ran the function it collected* (monitor.py,
+Both are closed since (defined.py: a collected test must run the function its file's `def` makes).
+What they went after: the graders check that each test *ran the function it collected* (monitor.py,
 `item_problems`; integrity.py, `collected`), but nothing checks that the function collected is the one
 the test file defines. The test module's namespace is an ordinary dictionary that the project's code,
 imported by the test module while the test module is still executing, can write to: what pytest finds
