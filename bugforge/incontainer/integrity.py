@@ -136,10 +136,13 @@ def installed_value(value, installed, root):
     )
 
 
-def compare(snap, _is=operator.is_, _map=map, _all=all, _len=len):
+def compare(snap, whole=True, _is=operator.is_, _map=map, _all=all, _len=len):
     """Why the watched objects are not as `snap` (Integrity.snapshot) holds them. Its helpers are bound
     at definition, so rebinding this module's names cannot blind the first pass, which sees this module
-    too; the monitor (monitor.py) holds `snap` and this function, out of the tree's reach."""
+    too; the monitor (monitor.py) holds `snap` and this function, out of the tree's reach. The functions'
+    code and defaults are compared only when `whole` (the session's finish): every way of setting them
+    raises an audit event, on which the monitor flags a watched function at once (reading `__code__`
+    raises one too, which makes comparing them all the costliest part, several ms)."""
     entries, functions, installed, root = snap
     out = []
     for where, owner, namespace, keys, values, keyset, strict in entries:
@@ -156,7 +159,7 @@ def compare(snap, _is=operator.is_, _map=map, _all=all, _len=len):
             if not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
                 out.append("%s.%s was added during the run" % (where, key))
     wheres, fns, states = functions
-    if not _all(_all(_map(_is, _map(get, fns), then)) for get, then in zip(_STATE, states)):
+    if whole and not _all(_all(_map(_is, _map(get, fns), then)) for get, then in zip(_STATE, states)):
         for where, fn, *state in zip(wheres, fns, *states):
             if not _all(_map(_is, _state(fn), state)):
                 out.append("the code of %s was swapped during the run" % where)

@@ -19,7 +19,8 @@ of reach of code that cannot walk objects or frames, and walking them is itself 
   collected functions are not the ones their files define (defined.py; sent with each finish).
 - It raises tamper records itself when code of the tree (not a test file or conftest: the first frame
   outward that is not installed code) walks objects or other threads' frames (gc, sys._current_frames),
-  sets a trace or profile function, swaps a function's code or defaults, loads native code (ctypes),
+  sets a trace or profile function, swaps a function's code or defaults (a function the integrity
+  snapshot holds: whoever swaps it), loads native code (ctypes),
   makes code objects or compiles code under an installed file's name, adds an audit hook, lists a
   process's descriptors, or wraps the channel's descriptor in a socket; and when the test process
   itself tries to exec another program (refused: the pid would stay and the probe would not).
@@ -51,6 +52,7 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # events judged by their own source only: libraries the tree uses make code objects, compile and set
 # defaults as a matter of course (glom through boltons' function builder)
 DIRECT = ("code.__new__", "compile", "object.__setattr__")
+SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
 _STARTED = []  # one install per process
 
 
@@ -76,8 +78,8 @@ def install(root, own_dir, installed, codes):
     import threading
 
     state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
-             "pin_pid": None, "items": {}, "items_pid": None, "started": False, "bindings": (),
-             "defined": []}  # fmt: skip
+             "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
+             "bindings": (), "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
     main, ident = threading.main_thread().ident, threading.get_ident
     root = root.rstrip("/") + "/"
@@ -167,7 +169,7 @@ def install(root, own_dir, installed, codes):
         if kind == "finish":
             out += state["defined"]
         if state["snap"] is not None:
-            out += state["compare"](state["snap"])
+            out += state["compare"](state["snap"], kind == "finish")
         if kind == "end" and state["items"]:
             out += item_problems(record.get("nodeid"))
         return out
@@ -215,7 +217,7 @@ def install(root, own_dir, installed, codes):
                 tamper("the probe's pinned state was replaced")
             else:
                 pinned, snap, compare = args
-                state.update(pin_pid=getpid(), snap=snap, compare=compare)
+                state.update(pin_pid=getpid(), snap=snap, compare=compare, watched=frozenset(map(id, snap[1][1])))
                 state["pinned"] = tuple(
                     (w, ns, k, ns[k]) for w, ns, keys in pinned for k in (keys or list(ns)) if k in ns
                 )
@@ -233,6 +235,8 @@ def install(root, own_dir, installed, codes):
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
             raise PermissionError("bugforge: the test process may not exec")
+        elif event == "object.__setattr__" and args[1] in SWAPS and id(args[0]) in state["watched"]:
+            tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
         else:
             reason = _judge(event, args)
             if reason and (direct() if event in DIRECT else culprit()):
@@ -241,7 +245,7 @@ def install(root, own_dir, installed, codes):
     def _judge(event, args):
         if event in WATCHED:
             return WATCHED[event]
-        if event == "object.__setattr__" and args[1] in ("__code__", "__defaults__", "__kwdefaults__"):
+        if event == "object.__setattr__" and args[1] in SWAPS:
             return "swapped a function's %s" % args[1]
         if event == "object.__setattr__" and args[1] == "__class__" and "__getattribute__" in vars(args[2]):
             return "gave an object a class that answers every attribute lookup"

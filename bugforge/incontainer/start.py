@@ -35,10 +35,11 @@ def command(python, args):
 def load_runner():
     """Import what decides a verdict, while the tree is off sys.path: pytest, its default plugins,
     pluggy, and the probe (which takes the integrity snapshot when imported)."""
+    import unittest  # noqa: F401  (its assertions are watched like pytest's: integrity.ASSERTING)
+
     import _pytest.config
     import pluggy  # noqa: F401
     import pytest  # noqa: F401
-    import unittest  # noqa: F401  (its assertions are watched like pytest's: integrity.ASSERTING)
 
     for name in _pytest.config.default_plugins:
         importlib.import_module("_pytest." + name)

@@ -52,3 +52,29 @@ def test_a_run_of_every_common_test_shape_has_no_false_alarm(launch):
         "test_skipped": "skipped",
     }
     assert records[-1] == {"event": "finish", "exitstatus": 1} and r.returncode == 1
+
+
+SWAP_THROUGH_MOCK = """
+from unittest import mock
+
+import _pytest.runner
+
+
+def _quiet(*args, **kwargs):
+    return None
+
+
+# installed code (mock) makes the swap, on behalf of the tree: the monitor flags any swap of a watched
+# function's code, whoever makes it
+mock.patch.object(_pytest.runner.check_interactive_exception, "__code__", _quiet.__code__).start()
+"""
+
+
+def test_a_watched_functions_code_swapped_through_installed_code_is_tampering(launch):
+    records, r = launch(
+        {"pkg/__init__.py": SWAP_THROUGH_MOCK, "tests/test_it.py": "import pkg\n\n\ndef test_it():\n    assert pkg\n"}
+    )
+    assert any("__code__ of check_interactive_exception was swapped" in x for x in launch.tampering(records)), (
+        launch.tampering(records),
+        r.stdout[-2000:],
+    )
