@@ -78,7 +78,7 @@ def install(root, own_dir, installed, codes):
     import threading
 
     state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
-             "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
+             "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
     main, ident = threading.main_thread().ident, threading.get_ident
@@ -169,7 +169,7 @@ def install(root, own_dir, installed, codes):
         if kind == "finish":
             out += state["defined"]
         if state["snap"] is not None:
-            out += state["compare"](state["snap"], kind == "finish")
+            out += state["compare"](state["snap"], kind == "finish", state["accepted"])
         if kind == "end" and state["items"]:
             out += item_problems(record.get("nodeid"))
         return out
@@ -217,7 +217,8 @@ def install(root, own_dir, installed, codes):
                 tamper("the probe's pinned state was replaced")
             else:
                 pinned, snap, compare = args
-                state.update(pin_pid=getpid(), snap=snap, compare=compare, watched=frozenset(map(id, snap[1][1])))
+                state.update(pin_pid=getpid(), snap=snap, compare=compare, accepted={})
+                state["watched"] = frozenset(map(id, snap[1][1]))
                 state["pinned"] = tuple(
                     (w, ns, k, ns[k]) for w, ns, keys in pinned for k in (keys or list(ns)) if k in ns
                 )

@@ -178,6 +178,8 @@ def test_the_project_rewriting_the_test_module_or_its_assertions_is_tampering(la
     suite = UNITTEST_SUITE if "unittest" in name else HELPER_SUITE if "helper" in name else SUITE
     files = {PROJECT: PKG + ATTACKS[name], "pkg/fast.py": FAST, "tests/test_it.py": suite}
     records, r = launch(files)
-    assert launch.tampering(records), (launch.outcomes(records), r.stdout[-3000:])
     ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
+    if "thread" in name and ran["test_add"] != "passed":
+        return  # (the thread lost its race: the attack failed on its own)
+    assert launch.tampering(records), (launch.outcomes(records), r.stdout[-3000:])
     assert ran["test_add"] == "passed"  # (the attack works, and it is caught)
