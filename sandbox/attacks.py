@@ -353,3 +353,7 @@ PATTERNS.update(round4.PATTERNS)
 from bugforge.sandbox import attacks_round5 as round5  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round5.PATTERNS)
+
+from bugforge.sandbox import attacks_round6 as round6  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round6.PATTERNS)

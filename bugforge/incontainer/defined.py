@@ -169,3 +169,17 @@ def problems_and_bindings(items, installed, root):
         out += reasons
         bindings += held
     return out, tuple(bindings)
+
+
+def tests(items):
+    """(node id, its module's file, its def's key (file, classes, name), the collected function) for
+    the monitor's witness (witness.py)."""
+    out = []
+    for item in items:
+        where = _where(item)
+        if where is None:
+            continue
+        module, path, classes, name = where
+        obj = getattr(item, "obj", None)
+        out.append((item.nodeid, module.__file__, (path, classes, name), getattr(obj, "__func__", obj)))
+    return tuple(out)

@@ -31,8 +31,11 @@ import os
 import re
 import sys
 
+from . import witness
+
 CHANNEL, RECORD, TAMPER = "bugforge.channel", "bugforge.record", "bugforge.tamper"
 PIN, ITEMS = "bugforge.pin", "bugforge.items"
+EXIT, COMPILED = witness.EXIT, witness.COMPILED
 # events that are tampering when code of the tree causes them
 WATCHED = {
     "gc.get_objects": "walked the interpreter's objects (gc)",
@@ -81,6 +84,7 @@ def install(root, own_dir, installed, codes):
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
+    seen = witness.Witness()  # (what the grader compiled, how each test's own function ended: witness.py)
     main, ident = threading.main_thread().ident, threading.get_ident
     root = root.rstrip("/") + "/"
 
@@ -172,6 +176,8 @@ def install(root, own_dir, installed, codes):
             out += state["compare"](state["snap"], kind == "finish", state["accepted"])
         if kind == "end" and state["items"]:
             out += item_problems(record.get("nodeid"))
+        if kind == "end":
+            out += seen.problems(record.get("nodeid"))
         return out
 
     def item_problems(nodeid):
@@ -180,12 +186,13 @@ def install(root, own_dir, installed, codes):
             return []
         item, fn, code = entry
         now = getattr(item, "obj", None)  # (a unittest case's is a new bound method per run: its function counts)
-        if (
-            getattr(now, "__func__", now) is not fn
-            or "runtest" in vars(item)
-            or any(a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code))
+        if getattr(now, "__func__", now) is not fn or any(
+            a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code)
         ):
             return ["%s did not run the test function it collected" % nodeid]
+        hidden = [k for k in vars(item) if any(callable(vars(c).get(k)) for c in type(item).__mro__)]
+        if hidden:  # (runtest; a unittest case's result methods, addFailure, addSubTest: the item is its result)
+            return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
         return []
 
     def _handle(event, args):
@@ -200,13 +207,21 @@ def install(root, own_dir, installed, codes):
             elif on_behalf_of_tree(frame):
                 tamper("a record was sent on behalf of the tree's code")
             else:
+                seen.record(record)
                 for reason in checks(record) if record.get("event") in ("start", "end", "finish") else ():
                     tamper(reason)
                 send(record)
+        elif event == EXIT:
+            if not seen.exited(getframe(2)):
+                tamper("a test's end was reported by code the grader did not compile")
+        elif event == "exec":
+            seen.executed(args[0])
         elif event == TAMPER:
             tamper(str(args[0]))
-        elif event in (CHANNEL, PIN, ITEMS) and not caller_is(event):
+        elif event in (CHANNEL, PIN, ITEMS, COMPILED) and not caller_is(event):
             tamper("%s was raised from outside the probe" % event)
+        elif event == COMPILED:
+            seen.compiled(args[0])
         elif event == CHANNEL:
             if state["pid"] == getpid():
                 tamper("the verdict channel was replaced")
@@ -226,12 +241,12 @@ def install(root, own_dir, installed, codes):
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
             else:
-                items, bindings, defined = args
+                items, bindings, defined, tests = args
                 state.update(
                     items={node: (item, fn, code) for node, item, _obj, fn, code in items},
                     items_pid=getpid(),
                     bindings=tuple(bindings),
-                    defined=list(defined),
+                    defined=list(defined) + seen.collected(tests),
                 )
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")

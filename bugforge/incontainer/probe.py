@@ -26,11 +26,12 @@ import time
 
 import pytest
 
+from . import witness
 from .channel import sender
-from .defined import problems_and_bindings
+from .defined import problems_and_bindings, tests
 from .integrity import Integrity, compare, installed_dirs
 from .lookups import Watcher
-from .monitor import CHANNEL, ITEMS, PIN, RECORD, TAMPER, install
+from .monitor import CHANNEL, COMPILED, ITEMS, PIN, RECORD, TAMPER, install
 from .report import Limits, Report
 from .tracking import Tracker
 
@@ -106,7 +107,7 @@ class Probe:
         not the ones their files define (defined.py; reported with the run's finish)."""
         _, _, installed, root = self.integrity.snap
         reasons, bindings = problems_and_bindings(session.items, installed, root)
-        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons))
+        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests(session.items))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -181,6 +182,9 @@ def _end(status):
     os._exit(status)
 
 
+import _pytest.assertion.rewrite  # noqa: E402
+
+witnessed = witness.install(_pytest.assertion.rewrite)  # test modules compiled with the witness (witness.py)
 install(  # before the channel is opened, and before any code of the tree (start.py)
     os.environ.get("BUGFORGE_ROOT", "/testbed"),
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
@@ -190,6 +194,7 @@ install(  # before the channel is opened, and before any code of the tree (start
         CHANNEL: sender.__code__,
         PIN: Probe.pin.__code__,
         ITEMS: Probe.pytest_collection_finish.__code__,
+        COMPILED: witnessed,
         "watchdog": Limits._watchdog.__code__,
     },
 )

@@ -79,8 +79,9 @@ def file_archive(name: str, data: bytes) -> bytes:
 
 
 def probe_args(pytest_args: list[str]) -> list[str]:
-    """pytest's arguments for every run with the probe, before the test files a selection names."""
-    return ["-p", PROBE_PLUGIN, "-q", "-rN", "--color=no", *pytest_args]
+    """pytest's arguments for every run with the probe, before the test files a selection names. The
+    test modules are always compiled by assertion rewriting, which gives them the witness (witness.py)."""
+    return ["-p", PROBE_PLUGIN, "-q", "-rN", "--color=no", *pytest_args, "--assert=rewrite"]
 
 
 def probe_env(

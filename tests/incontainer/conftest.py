@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bugforge import incontainer
+from bugforge.testing.tools import probe_args
 
 
 class Launch:
@@ -31,7 +32,7 @@ class Launch:
         report.parent.mkdir()
         env = {**os.environ, "BUGFORGE_ROOT": str(tree), "PYTHONPATH": str(tools), "PYTHONDONTWRITEBYTECODE": "1"}
         launch = [sys.executable, "-I", "-S", str(tools / "bugforge_incontainer" / "launch.py"), str(report), "--"]
-        args = ["-p", "bugforge_incontainer.probe", "-q", "-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"]
+        args = probe_args(["-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"])
         r = subprocess.run([*launch, *args, "tests"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
         return [json.loads(line) for line in report.read_text().splitlines()], r
 

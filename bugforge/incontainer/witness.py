@@ -1,0 +1,199 @@
+"""The witness: every test function of the test files tells the monitor, from its own frame, how it
+ended. The grader compiles the test modules itself (through pytest's assertion rewriting), and before
+pytest rewrites a module's asserts, `instrument` wraps the body of each test function:
+
+    __bugforge_exit__ = 1
+    try:
+        <the body>
+    except:                      # bare: no name the tree could rebind
+        __bugforge_exit__ = 2
+        raise
+    finally:
+        __import__("sys").audit("bugforge.exit")
+
+The monitor reads `__bugforge_exit__` from the frame that raised the event, and accepts the event only
+from a code object this module compiled (`COMPILED`, raised by `_rewrite_test` below with the module's
+code). A test reported passed whose own function never returned (it raised, or never ran) is tampering
+(monitor.py), however pytest's machinery was bent to report it. The test files are the commit's (the
+sweep restores them); what runs in the test module's frame is the grader's compilation of them.
+Python 3.9, standard library only."""
+
+import ast
+import fnmatch
+import os
+import sys
+
+EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
+STATE = "__bugforge_exit__"
+_RETURNED, _RAISED = 1, 2
+
+
+def _is_test(name, patterns):
+    return any(name.startswith(p) or fnmatch.fnmatch(name, p) for p in patterns)
+
+
+def _has_yield(fn):
+    """Whether a function body yields (a generator: left alone), not counting nested scopes."""
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _wrap(fn):
+    body = fn.body
+    doc = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
+    rest = body[len(doc) :] or [ast.Pass()]
+
+    def state(value):
+        return ast.Assign(targets=[ast.Name(id=STATE, ctx=ast.Store())], value=ast.Constant(value=value))
+
+    report = ast.Expr(
+        value=ast.Call(
+            func=ast.Attribute(
+                value=ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant("sys")], keywords=[]),
+                attr="audit",
+                ctx=ast.Load(),
+            ),
+            args=[ast.Constant(EXIT)],
+            keywords=[],
+        )
+    )
+    handler = ast.ExceptHandler(type=None, name=None, body=[state(_RAISED), ast.Raise(exc=None, cause=None)])
+    guarded = ast.Try(body=rest, handlers=[handler], orelse=[], finalbody=[report])
+    new = [state(_RETURNED), guarded]
+    for node in new:
+        ast.copy_location(node, rest[0] if rest[0] is not None and hasattr(rest[0], "lineno") else fn)
+    fn.body = doc + new
+
+
+def instrument(tree, patterns=("test",)):
+    """Wrap every test function's body (module level, in classes, in if/try blocks) in place."""
+
+    def walk(body, in_class):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if _is_test(node.name, patterns) and not _has_yield(node):
+                    _wrap(node)
+            elif isinstance(node, ast.ClassDef):
+                walk(node.body, True)
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                blocks = [getattr(node, b, None) or [] for b in ("body", "orelse", "finalbody")]
+                for block in blocks + [h.body for h in getattr(node, "handlers", None) or []]:
+                    walk(block, in_class)
+
+    walk(tree.body, False)
+    ast.fix_missing_locations(tree)
+    return tree
+
+
+def functions(module_code):
+    """[((file, enclosing code names, name), code)] of the instrumented functions in a module's code."""
+    out = []
+    path = os.path.realpath(module_code.co_filename)
+
+    def walk(code, outer):
+        for const in code.co_consts:
+            if hasattr(const, "co_consts"):
+                if STATE in const.co_varnames:
+                    out.append(((path, outer, const.co_name), const))
+                else:
+                    walk(const, outer + (const.co_name,))
+
+    walk(module_code, ())
+    return out
+
+
+def install(rewrite, _audit=sys.audit):
+    """Make pytest's assertion rewriting (the module `rewrite`) compile every test module with the
+    witness: instrument before the asserts are rewritten, tell the monitor what was compiled, and
+    never load a cached compilation (which would lack the witness). Before the integrity snapshot:
+    these are then the genuine functions."""
+    rewrite_asserts, rewrite_test = rewrite.rewrite_asserts, rewrite._rewrite_test
+
+    def instrumented_rewrite_asserts(mod, source, module_path=None, config=None):
+        patterns = ["test"]
+        if config is not None:
+            patterns += [p for p in config.getini("python_functions") or () if p]
+        instrument(mod, tuple(patterns))
+        return rewrite_asserts(mod, source, module_path, config)
+
+    def witnessed_rewrite_test(fn, config):
+        stat, co = rewrite_test(fn, config)
+        _audit(COMPILED, co)
+        return stat, co
+
+    def no_cached_pyc(*args, **kwargs):
+        return None
+
+    rewrite.rewrite_asserts = instrumented_rewrite_asserts
+    rewrite._rewrite_test = witnessed_rewrite_test
+    rewrite._read_pyc = no_cached_pyc
+    return witnessed_rewrite_test.__code__
+
+
+class Witness:
+    """The monitor's record of what the grader compiled and how each test's own function ended; held
+    in the monitor's closure only (monitor.py feeds it the events)."""
+
+    def __init__(self):
+        self.codes = {}  # id -> an instrumented function's code (kept alive)
+        self.keys = {}  # (file, enclosing names, name) -> code
+        self.modules = {}  # id -> a module code the grader compiled
+        self.ran = {}  # a file -> the module code exec'd last for it
+        self.expect = {}  # node id -> the code of the test's own function
+        self.exits = {}  # node id -> how it ended ({_RETURNED, _RAISED})
+        self.passed = set()  # node ids whose call phase pytest reported passed
+        self.current = None
+
+    def compiled(self, module_code):
+        self.modules[id(module_code)] = module_code
+        for key, code in functions(module_code):
+            self.codes[id(code)] = code
+            self.keys[key] = None if key in self.keys else code  # (a name defined twice: no expectation)
+
+    def executed(self, code):
+        if getattr(code, "co_name", None) == "<module>":
+            self.ran[code.co_filename] = code
+
+    def exited(self, frame):
+        """A test function's exit event, raised from `frame`; False when no compiled code raised it."""
+        code = frame.f_code
+        if id(code) not in self.codes:
+            return False
+        if self.current is not None and code is self.expect.get(self.current):
+            self.exits.setdefault(self.current, set()).add(frame.f_locals.get(STATE))
+        return True
+
+    def collected(self, tests):
+        """tests: (node id, its module's file, its def's key, the collected function). Why a test module
+        ran code the grader did not compile."""
+        out = []
+        for nodeid, module_file, key, fn in tests:
+            code = getattr(fn, "__code__", None)
+            self.expect[nodeid] = code if id(code) in self.codes else self.keys.get(key)
+            ran = self.ran.get(module_file)
+            if module_file and (ran is None or id(ran) not in self.modules):
+                out.append("the test module %s ran code the grader did not compile" % module_file)
+        return sorted(set(out))
+
+    def record(self, record):
+        kind, nodeid = record.get("event"), record.get("nodeid")
+        if kind == "start":
+            self.current = nodeid
+        elif kind == "phase" and record.get("when") == "call" and record.get("outcome") == "passed":
+            self.passed.add(nodeid)
+
+    def problems(self, nodeid):
+        """At a test's end: a pass its own function did not earn."""
+        self.current = None
+        if nodeid in self.passed and self.expect.get(nodeid) is not None:
+            if _RETURNED not in self.exits.get(nodeid, ()):
+                return [
+                    "%s was reported passed, but its own function did not return (it raised, or never ran)" % nodeid
+                ]
+        return []
