@@ -338,7 +338,7 @@ _r6_plant()
 # 6. a late pytest_runtestloop wrapper (no late-hook check reads that hook) runs copies of the items
 ITEM_TWINS = (
     _FIND
-    + '''
+    + """
 
 def _r6_twin(item):
     twin = object.__new__(type(item))
@@ -383,7 +383,7 @@ def _r6_arm():
 
 
 _r6_arm()
-'''
+"""
 )
 
 PATTERNS: dict[str, Pattern] = {
