@@ -17,6 +17,9 @@ of reach of code that cannot walk objects or frames, and walking them is itself 
   collection hook: the collected tests' functions (each test must run its own: checked at its end),
   what the test files bind by importing installed code (held like the pinned state), and why the
   collected functions are not the ones their files define (defined.py; sent with each finish).
+- `sys.audit("bugforge.compiled", module_code)` from witness.py's compilation of a test module, and
+  `sys.audit("bugforge.exit")` from a test function the grader compiled: the witness (witness.py)
+  of how each test's own function ended, checked at the test's end.
 - It raises tamper records itself when code of the tree (not a test file or conftest: the first frame
   outward that is not installed code) walks objects or other threads' frames (gc, sys._current_frames),
   sets a trace or profile function, swaps a function's code or defaults (a function the integrity
