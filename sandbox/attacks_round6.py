@@ -10,39 +10,23 @@ lines as text, so every name it looks for (`_getframe`, `f_back`, `f_locals`, `p
 pytest's config or session is needed, it is found by walking the import's frames (sys._getframe is no
 event the monitor watches; frames' f_locals hold pytest's collector nodes).
 
-What they go after, one weakness each:
+What they went after, one weakness each (all closed since by the witness, witness.py: a pass needs
+the test's own function to return; 5 also by the item-method rule):
 
-1. `integrity._late_hooks` trusts a late hook by the *path* of its code: only code under the tree's
-   root that is not named like a test is refused. A hook function compiled from a string under a file
-   name outside the tree and outside the installed directories (/opt/fastpath/_speedups.py: not the
-   probe's /opt/bugforge/) passes the check (the monitor's `compile` rule only refuses installed file
-   names). The plugin registers a `pytest_runtest_call` wrapper that swallows the call's exception
-   (and, for a unittest item, the failure unittest recorded in `item._excinfo`): the call phase raises
-   nothing, the witness says so, the test passes.
-2. The integrity snapshot covers modules and classes; pluggy's `HookCaller` *instances* are not in it,
-   and only the plugin manager's `_inner_hookexec` is held. `config.hook.pytest_runtest_call._hookexec`
-   (a per-caller slot) is replaced by a function that runs the real executor and swallows what it
-   raises: no hook is registered, nothing watched is rebound.
-3. `Node.ihook` is a property that returns `self.session.gethookproxy(path)`. An instance attribute
-   `gethookproxy` on the Session (a method of a STRICT module's class, but the instance is nobody's
-   object) hands every item a relay whose `pytest_runtest_call` swallows the failure and whose other
-   hooks are the real ones (the probe's makereport and logreport still run, on real callers).
-4. For a unittest test, the TestResult that `TestCase.run` reports to *is the pytest item*. The module's
-   functions are wrapped (same name and signature); when a test calls one, the wrapper walks the stack
-   to `TestCase.run` and gives its `result` (the item) instance attributes `addFailure`/`addError` that
-   drop the failure. The monitor checks only that no `runtest` was added to the item; `_excinfo` stays
-   empty and the unittest plugin reports a clean call.
-5. The test's own class is no watched object, and unittest dispatches the test method through
-   `self._callTestMethod(method)`. An import hook (a finder put first in `sys.meta_path`: the list is
-   held by identity, not content) wraps the loader of every test module imported later, and after the
-   module has executed gives each of its TestCase classes a `_callTestMethod` that does not call the
-   method; the test module importing the buggy module now gets the same through a PEP 562
-   `__getattr__`. The collected function is the file's own `def`, untouched, and is never called.
-6. `integrity.HOOKS` is a closed list of hooks whose late implementations are checked; `pytest_runtestloop`
-   is not on it. A late plugin's `pytest_runtestloop` wrapper replaces every collected item in
-   `session.items` by a shallow copy whose instance `runtest` swallows the failure. The monitor holds
-   (and checks at each test's end) the *original* item objects, which are untouched; the copies carry
-   the same node ids, so the probe's records, the collector's fold and the outcome counts all line up.
+1. a late hook trusted by the *path* of its code: a `pytest_runtest_call` wrapper compiled from a
+   string under a name outside the tree and the installed directories swallows the call's exception;
+2. pluggy's `HookCaller` instances are not in the snapshot: `config.hook.pytest_runtest_call._hookexec`
+   is replaced by one that runs the real executor and swallows what it raises;
+3. an instance attribute `gethookproxy` on the Session hands every item a relay whose
+   `pytest_runtest_call` swallows the failure (`Node.ihook` asks the session);
+4. for a unittest test the TestResult is the pytest item: a wrapper of the module's functions walks
+   the stack to `TestCase.run` and gives the item instance attributes `addFailure`/`addError` that
+   drop the failure;
+5. a finder first in `sys.meta_path` (and a PEP 562 `__getattr__` for the module being imported)
+   gives each TestCase class of the test modules a `_callTestMethod` that does not call the test;
+6. `pytest_runtestloop` is not among the late-hook-checked hooks: a late wrapper replaces the items
+   in `session.items` by copies whose instance `runtest` swallows the failure (the monitor holds the
+   originals).
 """
 
 from __future__ import annotations
