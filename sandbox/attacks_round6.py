@@ -3,12 +3,8 @@ variants and rounds two to five. Each is a Pattern (a shell script run in /testb
 container, variables F, MOD, IDS, GOLD). None of them fixes the bug: the FAIL_TO_PASS tests still fail
 when the test module is imported and its test functions are called plainly (no pytest, no hooks).
 
-Every payload is appended to the module the bug changed and runs when a test module imports it (during
-pytest's collection, after the probe's snapshot), as the threat model allows. The audit reads the added
-lines as text, so every name it looks for (`_getframe`, `f_back`, `f_locals`, `pluginmanager`,
-`hookimpl`, `meta_path`, `compile(`, `exec(`, `sys.modules`, `pytest_...(`) is built at run time. Where
-pytest's config or session is needed, it is found by walking the import's frames (sys._getframe is no
-event the monitor watches; frames' f_locals hold pytest's collector nodes).
+Every payload is appended to the module the bug changed and runs when a test module imports it; every
+name the audit looks for is built at run time; pytest's config is found by walking the import's frames.
 
 What they went after, one weakness each (all closed since by the witness, witness.py: a pass needs
 the test's own function to return; 5 also by the item-method rule):
