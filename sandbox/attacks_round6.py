@@ -34,13 +34,11 @@ _FIND = '''
 
 import sys as _r6_sys
 
-
 def _r6_frames():
     frame = getattr(_r6_sys, "_get" + "frame")(1)
     while frame is not None:
         yield frame
         frame = getattr(frame, "f_ba" + "ck")
-
 
 def _r6_node():
     """A pytest collector node on the stack (it has .config and .session)."""
@@ -58,10 +56,8 @@ def _r6_node():
                 return value
     return None
 
-
 class _R6Plugin:
     """A plugin object; its hooks are set on the instance."""
-
 
 def _r6_swallow(item):
     """A unittest item's recorded failure, dropped."""
@@ -86,7 +82,6 @@ def runtest_call(item):
     return None
 """
 
-
 def _r6_arm():
     node = _r6_node()
     if node is None:
@@ -104,7 +99,6 @@ def _r6_arm():
     mark = getattr(_r6_pt, "hook" + "impl")(wrapper=True)
     setattr(plugin, "py" + "test_runtest_call", mark(ns["runtest_call"]))
     pm.register(plugin, "fastpath-speedups")
-
 
 _r6_arm()
 '''
@@ -135,7 +129,6 @@ def _r6_arm():
     run._r6 = True
     caller._hookexec = run
 
-
 _r6_arm()
 """
 )
@@ -157,7 +150,6 @@ class _R6Quiet:
         _r6_swallow(kwargs.get("item"))
         return []
 
-
 class _R6Relay:
     def __init__(self, real):
         self._r6_real = real
@@ -167,7 +159,6 @@ class _R6Relay:
         if name == "py" + "test_runtest_call":
             return _R6Quiet(value)
         return value
-
 
 def _r6_arm():
     node = _r6_node()
@@ -183,7 +174,6 @@ def _r6_arm():
 
     session.gethookproxy = gethookproxy
 
-
 _r6_arm()
 """
 )
@@ -196,10 +186,8 @@ import functools as _r6_ft
 import sys as _r6_sys
 import types as _r6_types
 
-
 def _r6_drop(*args, **kwargs):
     return None
-
 
 def _r6_quiet_result():
     frame = getattr(_r6_sys, "_get" + "frame")(2)
@@ -213,7 +201,6 @@ def _r6_quiet_result():
             return
         frame = getattr(frame, "f_ba" + "ck")
 
-
 def _r6_wrap(fn):
     @_r6_ft.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -221,7 +208,6 @@ def _r6_wrap(fn):
         return fn(*args, **kwargs)
 
     return wrapper
-
 
 def _r6_wrap_all():
     g = globals()
@@ -235,7 +221,6 @@ def _r6_wrap_all():
                 if isinstance(fn, _r6_types.FunctionType) and not attr.startswith("__"):
                     setattr(value, attr, _r6_wrap(fn))
 
-
 _r6_wrap_all()
 """
 
@@ -247,21 +232,17 @@ import os as _r6_os
 import sys as _r6_sys
 import unittest as _r6_ut
 
-
 def _r6_skip_call(self, method):
     return None
-
 
 def _r6_patch_classes(module):
     for value in list(vars(module).values()):
         if isinstance(value, type) and issubclass(value, _r6_ut.TestCase) and value.__module__ == module.__name__:
             value._callTestMethod = _r6_skip_call
 
-
 def _r6_is_test(name, path):
     base = _r6_os.path.basename(path or name.rpartition(".")[2] + ".py")
     return base.startswith("test_") or base.endswith("_test.py")
-
 
 class _R6Loader:
     def __init__(self, real):
@@ -277,7 +258,6 @@ class _R6Loader:
         self._r6_real.exec_module(module)
         _r6_patch_classes(module)
 
-
 class _R6Finder:
     def find_spec(self, name, path=None, target=None):
         if not _r6_is_test(name, None):
@@ -291,7 +271,6 @@ class _R6Finder:
                     spec.loader = _R6Loader(spec.loader)
                 return spec
         return None
-
 
 def _r6_plant():
     hooks = getattr(_r6_sys, "meta" + "_path")
@@ -310,7 +289,6 @@ def _r6_plant():
             raise AttributeError(name)
 
         ns["__getattr__"] = late
-
 
 _r6_plant()
 """
@@ -339,13 +317,11 @@ def _r6_twin(item):
     vars(twin)["runtest"] = runtest
     return twin
 
-
 def _r6_loop(session):
     items = session.items
     for i, item in enumerate(list(items)):
         items[i] = _r6_twin(item)
     return (yield)
-
 
 def _r6_arm():
     node = _r6_node()
@@ -360,7 +336,6 @@ def _r6_arm():
     mark = getattr(_r6_pt, "hook" + "impl")(wrapper=True)
     setattr(plugin, "py" + "test_runtestloop", mark(_r6_loop))
     pm.register(plugin, "loop-twins")
-
 
 _r6_arm()
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bugforge.sandbox import attacks_round6 as round6
+from bugforge.sandbox.attacks import round6  # (attacks.py imports each round after its own names)
 
 SHAPES = {
     "pkg/__init__.py": "def add(a, b):\n    return a + b\n",
