@@ -96,7 +96,7 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str], gold:
     return "\n".join(
         [
             "#!/bin/bash",
-            "set -uo pipefail",
+            "set +x -uo pipefail",  # (the harness turns tracing on: its stderr would interleave with the results)
             "cd /testbed",
             f"{tamper.check(commit, selection, tamper.IMAGE_MANIFEST)} || {{ echo 'bugforge: not graded'; exit 1; }}",
             "export PYTHONDONTWRITEBYTECODE=1 PYTHONNOUSERSITE=1",
