@@ -115,9 +115,10 @@ class Jail:
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a session's program: the image's, then HOME/USER, then `extra`."""
         if self.unconfined:
-            base = dict(os.environ)
-            home = str(self.home / "home")
-            base["TMPDIR"] = str(self.home / "tmp")
+            home = str(self.home / "home")  # the image's git configuration, so commits are the image's
+            base = {**os.environ, "TMPDIR": str(self.home / "tmp")}
+            if (self.rootfs / "etc" / "gitconfig").is_file():
+                base["GIT_CONFIG_SYSTEM"] = str(self.rootfs / "etc" / "gitconfig")
         else:
             base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", **self.env}
             home = self.user_home if (self.rootfs / self.user_home.lstrip("/")).is_dir() else "/tmp"

@@ -318,7 +318,7 @@ class ProcessRuntime:
         out = r.stdout.decode(errors="replace").split()
         want = instance.get("base_commit")
         if r.returncode != 0 or not out or (want and out[-1] != want):
-            got = out[-1] if r.returncode == 0 and out else r.stderr.decode(errors="replace").strip()[-200:]
+            got = out[-1] if r.returncode == 0 and out else " ".join(r.stderr.decode(errors="replace").split())[-200:]
             raise BugforgeError(
                 f"the rootfs of {instance.get('env_image')} does not reproduce instance "
                 f"{instance.get('instance_id')} (expected commit {want}, got {got})",

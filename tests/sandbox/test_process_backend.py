@@ -1,0 +1,180 @@
+"""Issue 37, the `process` backend: sessions with no container engine, from the root file systems that
+`bugforge images rootfs` exports. Real bubblewrap, git and pytest; the root file system comes from the
+factory-made calc example (the engine is used only to export it and, once, to compare with the instance
+image and grade a session's diff the Docker way)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bugforge import sandbox
+from bugforge.engine import client
+from bugforge.errors import BugforgeError
+from bugforge.sandbox.grader import grade_patch
+from bugforge.sandbox.process import NotGraded, ProcessRuntime
+from bugforge.sandbox.runtime import NoSession, Runtime, SandboxConfig
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/bwrap"), reason="needs bubblewrap (Debian's bubblewrap)")
+
+
+@pytest.fixture(scope="module")
+def rootfs(cli, calc_runs, tmp_path_factory) -> Path:
+    """The calc environment's tree, exported by the real command line."""
+    out = tmp_path_factory.mktemp("rootfs")
+    r = cli("images", "rootfs", str(calc_runs / "calc"), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "1 exported, 0 already there" in r.stdout
+    return out
+
+
+@pytest.fixture
+def runtime(rootfs, tmp_path):
+    rt = ProcessRuntime(SandboxConfig(command_timeout=20, mem_limit="1g"), rootfs=rootfs, work_dir=tmp_path)
+    yield rt
+    rt.shutdown()
+    assert list(tmp_path.glob("bugforge-process.*")) == []  # its folder went with it
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "Z" not in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+
+
+def test_rootfs_export_is_complete_and_resumable(cli, calc_runs, rootfs, instances):
+    manifest = json.loads((rootfs / "manifest.json").read_text())
+    env = instances[0]["env_image"]
+    entry = manifest["images"][env]
+    tree = rootfs / entry["dir"]
+    assert (tree / "testbed" / ".git").is_dir() and (tree / "opt" / "bugforge").is_dir()
+    assert any(e.startswith("PATH=") for e in entry["env"])
+    assert not list(rootfs.glob("*.partial"))
+    assert [r["instance_id"] for r in map(json.loads, (rootfs / "instances.jsonl").read_text().splitlines())] == [
+        r["instance_id"] for r in instances
+    ]
+    r = cli("images", "rootfs", str(calc_runs / "calc"), "--out", str(rootfs))  # complete: skipped
+    assert r.returncode == 0 and "0 exported, 1 already there" in r.stdout, r.stdout + r.stderr
+    r = cli("images", "rootfs", str(calc_runs / "nothing-here"))
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: "), r.stderr
+    assert client().containers.list(all=True, filters={"label": "bugforge=rootfs"}) == []
+
+
+def test_session_runs_commands_edits_files_and_sees_the_bug(runtime, instances):
+    inst = instances[0]
+    s = runtime.create(instance_id=inst["instance_id"])
+    assert (s.user, s.unconfined, s.base_commit) == ("agent", False, inst["base_commit"])
+    # the same commit and the same objects as the instance image: the fix is not in the session's .git
+    objects = "git cat-file --batch-all-objects --batch-check | sort"
+    image = client().containers.run(inst["image"], ["bash", "-c", objects], network_mode="none", remove=True)
+    assert s.run(objects).output == image.decode()
+    assert s.run("cd calc && export GREETING=hi && f() { echo fn; }").exit_code == 0
+    r = s.run("pwd; echo $GREETING; f; id -un; false")
+    assert r.output == "/testbed/calc\nhi\nfn\nagent\n" and r.exit_code == 1
+    s.write("notes/a.txt", "one\ntwo\n")
+    s.edit("notes/a.txt", "two", "three")
+    assert s.read("notes/a.txt") == "one\nthree\n" and "a.txt" in [e["name"] for e in s.list("notes")]
+    assert "+three" in s.diff() and "notes/a.txt" in s.diff()
+    failing = json.loads(inst["FAIL_TO_PASS"])
+    r = s.run(f"cd /testbed && python -m pytest -q -p no:cacheprovider {' '.join(failing)}")
+    assert r.exit_code == 1 and "failed" in r.output, r.output
+    with pytest.raises(BugforgeError, match="exactly once"):
+        s.edit("notes/a.txt", "missing", "x")
+
+
+def test_session_is_confined(runtime, instances):
+    a = runtime.create(instance_id=instances[0]["instance_id"])
+    b = runtime.create(image=instances[0]["image"])  # an instance's image names the same instance
+    assert b.base_commit == instances[0]["base_commit"]
+    r = a.run("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)\"")
+    assert r.exit_code != 0 and "unreachable" in r.output.lower(), r.output
+    for target in ("/usr/evil", "/evil", "/etc/evil", "/opt/bugforge/evil"):
+        r = a.run(f"touch {target}")
+        assert r.exit_code != 0 and "Read-only file system" in r.output, (target, r.output)
+    assert a.run("touch /tmp/mine ~/mine /testbed/mine && echo ok").output == "ok\n"
+    assert a.run("ls /proc | grep -c '^[0-9]'").output.strip() in {str(n) for n in range(2, 8)}  # its own pids
+    a.run("mkdir -p /testbed/ro && chmod 500 /testbed/ro")  # close() must cope with what an agent leaves
+    # the other session sees none of it: its own /testbed, /tmp and HOME
+    assert b.run("ls /tmp/mine ~/mine /testbed/mine 2>&1 | grep -c 'No such file'").output == "3\n"
+    a.run("ln -s /etc /testbed/link")
+    for bad in ("../etc/passwd", "/etc/passwd", "link/passwd"):
+        with pytest.raises(BugforgeError, match="outside the workspace"):
+            a.read(bad)
+    folder, shell = a.jail.home, a.shell.stream.proc.pid
+    runtime.close(a.id)
+    assert not folder.exists() and not alive(shell)
+    with pytest.raises(NoSession):
+        runtime.get(a.id)
+    assert b.run("echo b alive").output == "b alive\n"
+
+
+def test_timeouts_interrupt_and_exit_restarts(runtime, instances):
+    s = runtime.create(instance_id=instances[0]["instance_id"])
+    s.run("cd /tmp && X=kept")
+    r = s.run("while true; do :; done", timeout=1)
+    assert r.timed_out and r.exit_code is None and r.seconds < 1.8  # ^C reached it: a real terminal
+    r = s.run("trap '' INT; sleep 1000", timeout=1)  # ignores ^C: killed instead
+    assert r.timed_out
+    assert s.run("pwd; echo $X").output == "/tmp\nkept\n"
+    r = s.run("exit 3")
+    assert r.shell_restarted and r.exit_code == 3
+    assert s.run("echo back; ls /tmp").output == "back\n"
+
+
+def test_agent_flow_gold_patch_passes_and_grades_the_docker_way(runtime, instances):
+    inst = instances[1]
+    failing = " ".join(json.loads(inst["FAIL_TO_PASS"]))
+    s = runtime.create(instance_id=inst["instance_id"])
+    assert s.run(f"python -m pytest -q -p no:cacheprovider {failing}").exit_code == 1
+    s.write("fix.diff", inst["patch"])
+    assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
+    r = s.run(f"python -m pytest -q -p no:cacheprovider {failing}")
+    assert r.exit_code == 0 and "passed" in r.output, r.output
+    with pytest.raises(NotGraded, match="does not grade") as e:
+        s.submit()
+    assert "\n" not in e.value.line()
+    assert grade_patch(inst, s.diff()).resolved  # its diff, graded by the Docker grader
+
+
+def test_refuses_without_bubblewrap_unless_unconfined(rootfs, instances, tmp_path):
+    rt = ProcessRuntime(rootfs=rootfs, bwrap="/nonexistent/bwrap", work_dir=tmp_path)
+    with pytest.raises(BugforgeError, match="bubblewrap .* is not installed") as e:
+        rt.create(instance_id=instances[0]["instance_id"])
+    assert "unconfined=True" in e.value.line() and "\n" not in e.value.line()
+    rt = ProcessRuntime(rootfs=rootfs, bwrap="/nonexistent/bwrap", work_dir=tmp_path, unconfined=True)
+    try:
+        s = rt.create(instance_id=instances[0]["instance_id"])
+        assert s.unconfined and s.workdir == str(s.jail.home / "testbed")
+        assert s.run("pwd").output == s.workdir + "\n"
+        assert s.run("git rev-parse HEAD").output.strip() == instances[0]["base_commit"]
+        s.write("n.txt", "n\n")
+        assert "+n" in s.diff()
+        with pytest.raises(BugforgeError, match="outside the workspace"):
+            s.read("/etc/passwd")
+    finally:
+        rt.shutdown()
+
+
+def test_connect_selects_the_backend(rootfs, tmp_path):
+    assert isinstance(sandbox.connect(backend="process", rootfs=rootfs, work_dir=tmp_path), ProcessRuntime)
+    assert isinstance(sandbox.connect(), Runtime)  # the default stays docker
+    with pytest.raises(BugforgeError, match="unknown sandbox backend"):
+        sandbox.connect(backend="podman-ish")
+    with pytest.raises(BugforgeError, match="needs rootfs"):
+        sandbox.connect(backend="process")
+    with pytest.raises(BugforgeError, match="not a rootfs folder"):
+        sandbox.connect(backend="process", rootfs=tmp_path)
+
+
+def test_unknown_images_and_instances_are_one_line_errors(runtime):
+    for kw, words in (
+        ({"instance_id": "nope"}, "unknown instance"),
+        ({"image": "bugforge/env.other:x"}, "neither an environment"),
+        ({}, "needs an image"),
+    ):
+        with pytest.raises(BugforgeError, match=words):
+            runtime.create(**kw)
