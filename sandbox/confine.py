@@ -21,6 +21,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -269,3 +270,33 @@ class ProcessShell(Shell):
             self.stream.proc.wait(10)
         except subprocess.TimeoutExpired:
             pass  # unkillable: the new shell starts beside it, and close() tries again
+
+
+def passwd_user(rootfs: Path, name: str) -> tuple[int, int, str, str]:
+    """(uid, gid, name, home) of user `name` in the tree's /etc/passwd; root's when it has none."""
+    try:
+        for line in (rootfs / "etc" / "passwd").read_text().splitlines():
+            f = line.split(":")
+            if len(f) >= 6 and f[0] == name:
+                return int(f[2]), int(f[3]), name, f[5] or "/"
+    except (OSError, ValueError):
+        pass
+    return 0, 0, "root", "/root"
+
+
+def remove_folder(path: Path) -> None:
+    """Delete a folder a session wrote, folders it made read-only included."""
+
+    def retry(func, p, _exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+        except OSError:
+            pass
+        try:
+            func(p)
+        except OSError:
+            pass
+
+    if Path(path).exists():
+        shutil.rmtree(path, onerror=retry)

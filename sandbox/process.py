@@ -38,7 +38,7 @@ from bugforge import engine
 from bugforge.errors import BugforgeError
 from bugforge.images.rootfs import ROWS, read_manifest
 from bugforge.records import read_jsonl
-from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes
+from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes, passwd_user, remove_folder
 from bugforge.sandbox.runtime import NoSession, SandboxConfig, diff_script
 from bugforge.sandbox.shell import RunResult
 from bugforge.stream import StreamClosed
@@ -165,7 +165,7 @@ class ProcessSession:
         try:
             self.shell.close()
         finally:
-            _rmtree(self.jail.home)
+            remove_folder(self.jail.home)
 
 
 class ProcessRuntime:
@@ -213,7 +213,7 @@ class ProcessRuntime:
             base = self._prepare(jail, instance, sid)
             shell = ProcessShell(jail, output_cap=self.config.output_cap, pids_limit=self.config.pids_limit)
         except BaseException as e:
-            _rmtree(jail.home)
+            remove_folder(jail.home)
             if isinstance(e, (OSError, StreamClosed, TimeoutError, subprocess.SubprocessError)):
                 raise BugforgeError(f"cannot start a process session from {env}: {engine.error_line(e)}") from None
             raise
@@ -250,7 +250,7 @@ class ProcessRuntime:
     def _jail(self, marker: dict, home: Path) -> Jail:
         cfg = self.config
         rootfs = self.rootfs / marker["dir"]
-        uid, gid, user, user_home = _user(rootfs, cfg.user)
+        uid, gid, user, user_home = passwd_user(rootfs, cfg.user)
         env = dict(kv.split("=", 1) for kv in marker.get("env", []) if "=" in kv)
         limits = {"as": memory_bytes(cfg.mem_limit), "nproc": cfg.pids_limit, "core": 0}
         if cfg.cpu_time_s:
@@ -356,7 +356,7 @@ class ProcessRuntime:
         for sid in list(self.sessions):
             self.close(sid)
         if self._dir is not None:
-            _rmtree(self._dir)
+            remove_folder(self._dir)
             self._dir = None
 
     # --- this runtime's folder -------------------------------------------------------------------
@@ -382,35 +382,6 @@ class ProcessRuntime:
             _, pid, start, _ = d.name.split(".", 3)
             labels = {engine.OWNER_HOST: engine.HOST, engine.OWNER_PID: pid, engine.OWNER_START: start}
             if d.is_dir() and engine.owner_gone(labels):
-                _rmtree(d)
+                remove_folder(d)
                 n += 1
         return n
-
-
-def _user(rootfs: Path, name: str) -> tuple[int, int, str, str]:
-    """(uid, gid, name, home) of user `name` in the tree's /etc/passwd; root's when it has none."""
-    try:
-        for line in (rootfs / "etc" / "passwd").read_text().splitlines():
-            f = line.split(":")
-            if len(f) >= 6 and f[0] == name:
-                return int(f[2]), int(f[3]), name, f[5] or "/"
-    except (OSError, ValueError):
-        pass
-    return 0, 0, "root", "/root"
-
-
-def _rmtree(path: Path) -> None:
-    """Delete a folder a session wrote, folders it made read-only included."""
-
-    def retry(func, p, _exc):
-        try:
-            os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
-        except OSError:
-            pass
-        try:
-            func(p)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=retry) if Path(path).exists() else None

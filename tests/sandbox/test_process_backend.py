@@ -96,6 +96,8 @@ def test_session_is_confined(runtime, instances):
         r = a.run(f"touch {target}")
         assert r.exit_code != 0 and "Read-only file system" in r.output, (target, r.output)
     assert a.run("touch /tmp/mine ~/mine /testbed/mine && echo ok").output == "ok\n"
+    r = a.run("python3 -c \"x = bytearray(2 * 1024**3); print('allocated')\"")  # past mem_limit (RLIMIT_AS)
+    assert "MemoryError" in r.output and r.exit_code != 0, r.output
     assert a.run("ls /proc | grep -c '^[0-9]'").output.strip() in {str(n) for n in range(2, 8)}  # its own pids
     a.run("mkdir -p /testbed/ro && chmod 500 /testbed/ro")  # close() must cope with what an agent leaves
     # the other session sees none of it: its own /testbed, /tmp and HOME
