@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bugforge.agent import AgentConfig, ChatPolicy
 from bugforge.agent.run import run_dataset
-from bugforge.cli.common import Bars, check_port, console, default_of, load_dataset, log
+from bugforge.cli.common import Bars, check_port, console, default_of, load_dataset, load_instances, log
 from bugforge.errors import BugforgeError
 
 
@@ -46,6 +46,19 @@ def configure_run_agent(ra) -> None:
         " with a Docker engine, each with its own sandbox; the model endpoint must answer from the nodes",
     )
     ra.add_argument("--sandbox-token")
+    ra.add_argument(
+        "--backend",
+        choices=["docker", "process"],
+        default="docker",
+        help="sessions in containers, or with no engine in bubblewrap from --rootfs (process: episodes are not "
+        "graded here; grade the predictions with `bugforge eval` where an engine is; docs/sandbox.md)",
+    )
+    ra.add_argument("--rootfs", metavar="DIR", help="with --backend process: the folder `bugforge images rootfs` made")
+    ra.add_argument(
+        "--unconfined",
+        action="store_true",
+        help="with --backend process where bubblewrap cannot run: sessions unconfined on this machine (trusted agents)",
+    )
     ra.set_defaults(func=cmd_run_agent)
 
 
@@ -66,7 +79,8 @@ def cmd_run_agent(a) -> int:
     from bugforge.sandbox.evaluate import model_folder
 
     model_folder(a.model)  # the predictions' model name becomes a folder of `bugforge eval`'s logs
-    rows = load_dataset(a.dataset)
+    process = a.backend == "process"  # no engine: no image check, no grading here
+    rows = list(load_instances([a.dataset]).values()) if process else load_dataset(a.dataset)
     if a.limit:
         rows = rows[: a.limit]
     cfg = AgentConfig(mode=a.format, max_steps=a.max_steps, max_tokens=a.max_total_tokens)
@@ -86,7 +100,18 @@ def cmd_run_agent(a) -> int:
             tool_choice=a.tool_choice if a.format == "tools" else None,
         )
         make = lambda row: policy  # noqa: E731
-    box = None if a.ray else sandbox.connect(a.sandbox_url, a.sandbox_token)
+    if process:
+        box = sandbox.connect(
+            a.sandbox_url,
+            a.sandbox_token,
+            ray=a.ray,
+            backend="process",
+            rootfs=a.rootfs,
+            unconfined=a.unconfined,
+            instances={r["instance_id"]: r for r in rows},
+        )
+    else:
+        box = None if a.ray else sandbox.connect(a.sandbox_url, a.sandbox_token)
     traj_path = Path(a.trajectories) if a.trajectories else Path(a.out).with_suffix(".trajectories.jsonl")
     try:
         with Bars() as bars:
@@ -98,6 +123,7 @@ def cmd_run_agent(a) -> int:
                 trajectories=traj_path,
                 workers=a.workers,
                 config=cfg,
+                grade=not process,
                 ray=a.ray,
                 progress=bars,
             )

@@ -180,3 +180,20 @@ def test_unknown_images_and_instances_are_one_line_errors(runtime):
     ):
         with pytest.raises(BugforgeError, match=words):
             runtime.create(**kw)
+
+
+def test_run_agent_with_no_engine_then_grade_elsewhere(cli, rootfs, instances, tmp_path):
+    """`bugforge run-agent --backend process`: the scripted oracle's episodes in process sessions; the
+    predictions, graded by the Docker grader, resolve."""
+    preds = tmp_path / "preds.jsonl"
+    r = cli(
+        "run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process",
+        "--rootfs", str(rootfs), "--out", str(preds), "--workers", "2", timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = {p["instance_id"]: p["model_patch"] for p in map(json.loads, preds.read_text().splitlines())}
+    assert sorted(got) == sorted(i["instance_id"] for i in instances)
+    for inst in instances:
+        assert grade_patch(inst, got[inst["instance_id"]]).resolved
+    r = cli("run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process")
+    assert r.returncode == 1 and r.stderr.startswith("error: the process backend needs rootfs=DIR"), r.stderr
