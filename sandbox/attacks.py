@@ -357,3 +357,7 @@ PATTERNS.update(round5.PATTERNS)
 from bugforge.sandbox import attacks_round6 as round6  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round6.PATTERNS)
+
+from bugforge.sandbox import attacks_round7 as round7  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round7.PATTERNS)

@@ -163,6 +163,7 @@ class Collector:
         r = self.phases.setdefault(nodeid, {"outcome": "passed", "duration": 0.0, "message": ""})
         r["duration"] += float(p.get("duration") or 0.0)
         if when == "call":
+            r["called"] = True
             if wasxfail:
                 r["outcome"] = "xpassed" if outcome == "passed" else "xfailed"
             elif outcome in ("skipped", "failed"):
@@ -184,6 +185,9 @@ class Collector:
         elif nodeid not in self.started:
             self._tamper("%s was reported without having started" % nodeid)
         self.ended.add(nodeid)
+        if not r.pop("called", False) and r["outcome"] == "passed":  # (pytest's --setup-only: no call, no test)
+            self._tamper("%s ended without its call phase" % nodeid)
+            r["outcome"] = "error"
         self.out.write(json.dumps(dict(r, event="test", nodeid=nodeid)) + "\n")
 
     def exited(self, status):

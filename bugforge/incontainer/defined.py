@@ -17,6 +17,7 @@ A test wrapped by any other decorator is the decorator's business (docs/security
 at each test's end. Python 3.9, standard library only."""
 
 import ast
+import builtins
 import os
 import sys
 import types
@@ -24,6 +25,7 @@ import types
 from .integrity import installed_value
 
 _MARKS = (("pytest", "mark"), ("mark",))
+_NONE = object()
 
 
 def _dotted(node):
@@ -41,22 +43,24 @@ def _is_mark(decorator):
     return any(name[: len(m)] == m and len(name) > len(m) for m in _MARKS)
 
 
-def _walk(body, path, defs, seen):
+def _walk(body, path, defs, seen, wrapped=False):
     """Index the defs of a body (into if/try/with blocks, not into functions): (class path, name) ->
-    (plain, first line), None where a name is defined more than once."""
+    (plain, first line), None where a name is defined more than once. `wrapped`: in a class with a
+    decorator that may wrap its methods (`mock.patch` on a class): none of them is plain."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             key = (path, node.name)
-            plain = isinstance(node, ast.FunctionDef) and all(_is_mark(d) for d in node.decorator_list)
+            plain = not wrapped and isinstance(node, ast.FunctionDef) and all(_is_mark(d) for d in node.decorator_list)
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
             defs[key] = None if key in seen else (plain, first)
             seen.add(key)
         elif isinstance(node, ast.ClassDef):
-            _walk(node.body, path + (node.name,), defs, seen)
+            decorated = wrapped or not all(_is_mark(d) for d in node.decorator_list)
+            _walk(node.body, path + (node.name,), defs, seen, decorated)
         elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
             blocks = [getattr(node, b, None) or [] for b in ("body", "orelse", "finalbody")]
             for block in blocks + [h.body for h in getattr(node, "handlers", None) or []]:
-                _walk(block, path, defs, seen)
+                _walk(block, path, defs, seen, wrapped)
 
 
 def _imports(tree):
@@ -85,12 +89,62 @@ def _imports(tree):
     return {n: where for n, where in bound.items() if counts.get(n) == 1}
 
 
+def _class_names(node):
+    """The names a class body binds (its defs, assignments, imports; not inside its functions)."""
+    names, stack = set(), list(node.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            continue
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).partition(".")[0] for a in n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        if not isinstance(n, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(n))
+    return names
+
+
+def _resolve(dotted, ns):
+    value = ns.get(dotted[0], getattr(builtins, dotted[0], _NONE))
+    for part in dotted[1:]:
+        value = getattr(value, part, _NONE)
+    return value
+
+
+def _classes_changed(module, parsed):
+    """Why a class the test file defines is not as its body made it: an attribute its body does not
+    bind (unittest's assertions given to the test's own class), or bases other than the ones it names."""
+    out, ns = [], vars(module)
+    for name, (names, bases) in sorted(parsed.classes.items()):
+        cls = ns.get(name)
+        if not isinstance(cls, type) or cls.__module__ != module.__name__:
+            continue
+        added = [  # (behaviour: functions, classes, descriptors; unittest and pytest keep data on the class)
+            k
+            for k, v in vars(cls).items()
+            if k not in names and not (k[:2] == "__" == k[-2:]) and (callable(v) or hasattr(type(v), "__get__"))
+        ]
+        if added:
+            out.append("%s.%s was given %s, which its file does not define" % (module.__name__, name, ", ".join(added)))
+        named = tuple(_resolve(b, ns) for b in bases) or (object,)
+        if all(bases) and (len(named) != len(cls.__bases__) or any(a is not b for a, b in zip(named, cls.__bases__))):
+            out.append("%s.%s has bases other than the ones its file names" % (module.__name__, name))
+    return out
+
+
 class _File:
     def __init__(self, path):
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
         self.defs, self.imports = {}, _imports(tree)
         _walk(tree.body, (), self.defs, set())
+        self.classes = {  # module-level classes with no decorator but marks: (names their body binds, bases)
+            n.name: (_class_names(n), [_dotted(b) for b in n.bases])
+            for n in tree.body
+            if isinstance(n, ast.ClassDef) and all(_is_mark(d) for d in n.decorator_list)
+        }
 
 
 def _parse(path, cache):
@@ -166,9 +220,27 @@ def problems_and_bindings(items, installed, root):
     bindings = []
     for module, parsed in modules.values():
         reasons, held = _imports_changed(module, parsed, installed, root)
-        out += reasons
+        out += reasons + _classes_changed(module, parsed)
         bindings += held
     return out, tuple(bindings)
+
+
+def classes_changed(items):
+    """At the session's finish: the test files' classes, checked again (see _classes_changed)."""
+    cache, out = {}, []
+    for module, parsed in _modules(items, cache):
+        out += _classes_changed(module, parsed)
+    return out
+
+
+def _modules(items, cache):
+    seen = {}
+    for item in items:
+        where = _where(item)
+        parsed = _parse(where[1], cache) if where else None
+        if parsed is not None:
+            seen[id(where[0])] = (where[0], parsed)
+    return list(seen.values())
 
 
 def tests(items):

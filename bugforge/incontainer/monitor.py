@@ -29,10 +29,12 @@ of reach of code that cannot walk objects or frames, and walking them is itself 
   itself tries to exec another program (refused: the pid would stay and the probe would not).
 Python 3.9, standard library only."""
 
+import _socket
 import json
 import os
 import re
 import sys
+import types
 
 from . import witness
 
@@ -59,18 +61,21 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # defaults as a matter of course (glom through boltons' function builder)
 DIRECT = ("code.__new__", "compile", "object.__setattr__")
 SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
+CODE, CLASS_DICT = types.CodeType, type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
 _STARTED = []  # one install per process
 
 
 def _is_file_source(args):
     """Whether compile's source is the named file's content."""
     source, path = args[0], args[1]
+    if type(source) not in (str, bytes) or type(path) is not str:
+        return False
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return False
-    return source == data or (isinstance(source, str) and source.encode("utf-8", "surrogateescape") == data)
+    return source == data or (type(source) is str and source.encode("utf-8", "surrogateescape") == data)
 
 
 def install(root, own_dir, installed, codes):
@@ -92,6 +97,8 @@ def install(root, own_dir, installed, codes):
     root = root.rstrip("/") + "/"
 
     def tree_code(filename):
+        if type(filename) is not str:  # (never a method of the tree's objects inside the hook)
+            return True
         name = os.path.basename(filename)
         return (
             filename.startswith(root)
@@ -101,6 +108,8 @@ def install(root, own_dir, installed, codes):
 
     def untrusted(filename):
         """A file of the tree's non-test code, or one outside the tree and the installed directories."""
+        if type(filename) is not str:
+            return True
         return (
             filename.startswith("/")
             and not filename.startswith(installed)
@@ -114,7 +123,7 @@ def install(root, own_dir, installed, codes):
         frame = getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if filename.startswith("/") and not filename.startswith(installed):
+            if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
                 return untrusted(filename)
             frame = frame.f_back
         return False
@@ -125,7 +134,7 @@ def install(root, own_dir, installed, codes):
         frame = getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if filename.startswith("/"):
+            if type(filename) is not str or filename.startswith("/"):
                 return untrusted(filename)
             frame = frame.f_back
         return False
@@ -187,13 +196,22 @@ def install(root, own_dir, installed, codes):
         entry = state["items"].get(nodeid)
         if entry is None:
             return []
-        item, fn, code = entry
-        now = getattr(item, "obj", None)  # (a unittest case's is a new bound method per run: its function counts)
-        if getattr(now, "__func__", now) is not fn or any(
+        item, fn, code, kind = entry
+        if type(item) is not kind:
+            return ["%s's item was given another class" % nodeid]
+        # (a unittest case's is a new bound method per run, its function counts; its teardown clears it)
+        now = vars(item).get("_obj")
+        if now is None:
+            now = fn
+        if (now.__func__ if type(now) is types.MethodType else now) is not fn or any(
             a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code)
         ):
             return ["%s did not run the test function it collected" % nodeid]
-        hidden = [k for k in vars(item) if any(callable(vars(c).get(k)) for c in type(item).__mro__)]
+        hidden = [
+            k if type(k) is str else "a key that is not a string"
+            for k in vars(item)
+            if type(k) is not str or any(callable(CLASS_DICT(c).get(k)) for c in kind.__mro__)
+        ]
         if hidden:  # (runtest; a unittest case's result methods, addFailure, addSubTest: the item is its result)
             return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
         return []
@@ -218,9 +236,10 @@ def install(root, own_dir, installed, codes):
             if not seen.exited(getframe(2)):
                 tamper("a test's end was reported by code the grader did not compile")
         elif event == "exec":
-            seen.executed(args[0])
+            if args and type(args[0]) is CODE:
+                seen.executed(args[0])
         elif event == TAMPER:
-            tamper(str(args[0]))
+            tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
         elif event in (CHANNEL, PIN, ITEMS, COMPILED) and not caller_is(event):
             tamper("%s was raised from outside the probe" % event)
         elif event == COMPILED:
@@ -246,7 +265,7 @@ def install(root, own_dir, installed, codes):
             else:
                 items, bindings, defined, tests = args
                 state.update(
-                    items={node: (item, fn, code) for node, item, _obj, fn, code in items},
+                    items={node: (item, fn, code, type(item)) for node, item, _obj, fn, code in items},
                     items_pid=getpid(),
                     bindings=tuple(bindings),
                     defined=list(defined) + seen.collected(tests),
@@ -254,31 +273,39 @@ def install(root, own_dir, installed, codes):
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
             raise PermissionError("bugforge: the test process may not exec")
-        elif event == "object.__setattr__" and args[1] in SWAPS and id(args[0]) in state["watched"]:
+        elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
         else:
             reason = _judge(event, args)
             if reason and (direct() if event in DIRECT else culprit()):
                 tamper("code of the tree %s (%s)" % (reason, event))
 
+    def plain(args, i):
+        """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
+        return len(args) > i and type(args[i]) is str
+
     def _judge(event, args):
         if event in WATCHED:
             return WATCHED[event]
-        if event == "object.__setattr__" and args[1] in SWAPS:
+        if event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS:
             return "swapped a function's %s" % args[1]
-        if event == "object.__setattr__" and args[1] == "__class__" and "__getattribute__" in vars(args[2]):
-            return "gave an object a class that answers every attribute lookup"
-        if event == "compile" and isinstance(args[1], str) and args[1].startswith(installed + (own_dir,)):
+        if event == "object.__setattr__" and plain(args, 1) and args[1] == "__class__" and len(args) > 2:
+            new = args[2]
+            if isinstance(new, type) and "__getattribute__" in CLASS_DICT(new):
+                return "gave an object a class that answers every attribute lookup"
+        if event == "compile" and plain(args, 1) and args[1].startswith(installed + (own_dir,)):
             # (the import system compiles an installed module's source when no bytecode is cached: the source
             # is then that file's own, which nothing the test user runs can write)
             if not (getframe(3).f_code.co_filename.startswith("<frozen importlib") and _is_file_source(args)):
                 return "compiled code under an installed file's name"
-        if event in ("os.listdir", "os.scandir", "open") and args and PROC_FD.match(str(args[0])):
-            return "listed a process's descriptors"
-        if event == "socket.__new__" and state["fd"] is not None:
+        if event in ("os.listdir", "os.scandir", "open") and args:
+            path = args[0].decode("utf-8", "replace") if type(args[0]) is bytes else args[0]
+            if type(path) is str and PROC_FD.match(path):
+                return "listed a process's descriptors"
+        if event == "socket.__new__" and state["fd"] is not None and args and isinstance(args[0], _socket.socket):
             try:
-                same = args[0].fileno() == state["fd"]
-            except (OSError, AttributeError):
+                same = _socket.socket.fileno(args[0]) == state["fd"]  # (the C method: never an override)
+            except OSError:
                 same = False
             return "wrapped the verdict channel in a socket" if same else None
         return None

@@ -28,7 +28,7 @@ import pytest
 
 from . import witness
 from .channel import sender
-from .defined import problems_and_bindings, tests
+from .defined import classes_changed, problems_and_bindings, tests
 from .integrity import Integrity, compare, installed_dirs
 from .lookups import Watcher
 from .monitor import CHANNEL, COMPILED, ITEMS, PIN, RECORD, TAMPER, install
@@ -154,7 +154,7 @@ class Probe:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus, _audit=sys.audit):
         hooks = {name: globals()[name] for name in HOOKS}
-        for reason in self.integrity.problems(session, exitstatus, hooks):
+        for reason in self.integrity.problems(session, exitstatus, hooks) + classes_changed(session.items):
             _audit(TAMPER, reason)
         self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
         if self.lookups_path:

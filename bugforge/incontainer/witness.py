@@ -3,18 +3,20 @@ ended. The grader compiles the test modules itself (through pytest's assertion r
 pytest rewrites a module's asserts, `instrument` wraps the body of each test function:
 
     __bugforge_exit__ = 1
+    __bugforge_audit__ = __import__("sys").audit   # bound on entry: no lookup between the end and the event
     try:
         <the body>
     except:                      # bare: no name the tree could rebind
         __bugforge_exit__ = 2
         raise
     finally:
-        __import__("sys").audit("bugforge.exit")
+        __bugforge_audit__("bugforge.exit")
 
 The monitor reads `__bugforge_exit__` from the frame that raised the event, and accepts the event only
 from a code object this module compiled (`COMPILED`, raised by `_rewrite_test` below with the module's
-code). A test reported passed whose own function never returned (it raised, or never ran) is tampering
-(monitor.py), however pytest's machinery was bent to report it. The test files are the commit's (the
+code). A test reported passed whose own function did not return exactly once, normally, is tampering
+(monitor.py), however pytest's machinery was bent to report it; where the test's function is wrapped by
+a decorator (collected as the wrapper: a property test's many examples), one normal return suffices. The test files are the commit's (the
 sweep restores them); what runs in the test module's frame is the grader's compilation of them.
 Python 3.9, standard library only."""
 
@@ -22,9 +24,10 @@ import ast
 import fnmatch
 import os
 import sys
+import types
 
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
-STATE = "__bugforge_exit__"
+STATE, AUDIT = "__bugforge_exit__", "__bugforge_audit__"
 _RETURNED, _RAISED = 1, 2
 
 
@@ -52,20 +55,18 @@ def _wrap(fn):
     def state(value):
         return ast.Assign(targets=[ast.Name(id=STATE, ctx=ast.Store())], value=ast.Constant(value=value))
 
-    report = ast.Expr(
-        value=ast.Call(
-            func=ast.Attribute(
-                value=ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant("sys")], keywords=[]),
-                attr="audit",
-                ctx=ast.Load(),
-            ),
-            args=[ast.Constant(EXIT)],
-            keywords=[],
-        )
+    bind = ast.Assign(
+        targets=[ast.Name(id=AUDIT, ctx=ast.Store())],
+        value=ast.Attribute(
+            value=ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant("sys")], keywords=[]),
+            attr="audit",
+            ctx=ast.Load(),
+        ),
     )
+    report = ast.Expr(value=ast.Call(func=ast.Name(id=AUDIT, ctx=ast.Load()), args=[ast.Constant(EXIT)], keywords=[]))
     handler = ast.ExceptHandler(type=None, name=None, body=[state(_RAISED), ast.Raise(exc=None, cause=None)])
     guarded = ast.Try(body=rest, handlers=[handler], orelse=[], finalbody=[report])
-    new = [state(_RETURNED), guarded]
+    new = [state(_RETURNED), bind, guarded]
     for node in new:
         ast.copy_location(node, rest[0] if rest[0] is not None and hasattr(rest[0], "lineno") else fn)
     fn.body = doc + new
@@ -146,7 +147,8 @@ class Witness:
         self.modules = {}  # id -> a module code the grader compiled
         self.ran = {}  # a file -> the module code exec'd last for it
         self.expect = {}  # node id -> the code of the test's own function
-        self.exits = {}  # node id -> how it ended ({_RETURNED, _RAISED})
+        self.strict = set()  # node ids collected as their own function (not a decorator's wrapper)
+        self.exits = {}  # node id -> how its function's calls ended ([_RETURNED | _RAISED, ...])
         self.passed = set()  # node ids whose call phase pytest reported passed
         self.current = None
 
@@ -166,7 +168,7 @@ class Witness:
         if id(code) not in self.codes:
             return False
         if self.current is not None and code is self.expect.get(self.current):
-            self.exits.setdefault(self.current, set()).add(frame.f_locals.get(STATE))
+            self.exits.setdefault(self.current, []).append(frame.f_locals.get(STATE))
         return True
 
     def collected(self, tests):
@@ -174,8 +176,15 @@ class Witness:
         ran code the grader did not compile."""
         out = []
         for nodeid, module_file, key, fn in tests:
-            code = getattr(fn, "__code__", None)
-            self.expect[nodeid] = code if id(code) in self.codes else self.keys.get(key)
+            code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
+            if id(code) in self.codes:
+                self.expect[nodeid] = code
+                self.strict.add(nodeid)
+            else:
+                self.expect[nodeid] = self.keys.get(key) if type(key) is tuple else None
+            if type(module_file) is not str:
+                out.append("a test module's file is not a string")
+                continue
             ran = self.ran.get(module_file)
             if module_file and (ran is None or id(ran) not in self.modules):
                 out.append("the test module %s ran code the grader did not compile" % module_file)
@@ -191,9 +200,10 @@ class Witness:
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""
         self.current = None
-        if nodeid in self.passed and self.expect.get(nodeid) is not None:
-            if _RETURNED not in self.exits.get(nodeid, ()):
-                return [
-                    "%s was reported passed, but its own function did not return (it raised, or never ran)" % nodeid
-                ]
-        return []
+        if nodeid not in self.passed or self.expect.get(nodeid) is None:
+            return []
+        exits = self.exits.get(nodeid, [])
+        if (exits == [_RETURNED]) if nodeid in self.strict else (_RETURNED in exits):
+            return []
+        how = ", ".join({_RETURNED: "returned", _RAISED: "raised"}.get(e, "?") for e in exits) or "never ran"
+        return ["%s was reported passed, but its own function did not return once, normally (%s)" % (nodeid, how)]

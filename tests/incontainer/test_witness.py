@@ -1,14 +1,14 @@
 """witness.py: each test function of the test files tells the monitor, from its own frame, how it ended;
 a pass its own function did not earn (it raised, or never ran) is tampering, however pytest's machinery
 was bent to report it. Real runs (conftest.Launch): correct suites of many shapes have no false alarm;
-red-team round six's attacks (sandbox/attacks_round6.py, which beat the graders before the witness) and
-a test module imported around the grader's compilation are caught."""
+red-team rounds six and seven (sandbox/attacks_round6.py, attacks_round7.py: each beat the graders of
+its day) and a test module imported around the grader's compilation are caught."""
 
 from __future__ import annotations
 
 import pytest
 
-from bugforge.sandbox.attacks import round6  # (attacks.py imports each round after its own names)
+from bugforge.sandbox.attacks import round6, round7  # (attacks.py imports each round after its own names)
 
 SHAPES = {
     "pkg/__init__.py": "def add(a, b):\n    return a + b\n",
@@ -94,6 +94,14 @@ ROUND6 = {
     "unittest dispatch overridden on the test's class": round6.CLASS_DISPATCH,
     "runtestloop runs copies of the items": round6.ITEM_TWINS,
 }
+# round seven: the fresh set after the witness; it won against the graders of 3190e81
+ROUND7 = {
+    "a tamper reason's __str__ runs inside the monitor": round7.SERIALIZER,
+    "an open() path's __str__ runs inside the monitor": round7.BLIND_CHECKS,
+    "pytest's --setup-only switched on at collection": round7.SETUP_ONLY,
+    "the test's own TestCase class given assertions that do nothing": round7.QUIET_ASSERTS,
+    "the test's function replayed against a reference, the failure swallowed": round7.REPLAY,
+}
 AROUND = """
 import importlib.abc, importlib.util, sys
 
@@ -117,6 +125,16 @@ sys.meta_path.insert(0, _Plain())
 @pytest.mark.parametrize("name", sorted(ROUND6))
 def test_round_six_is_caught(launch, name, suite):
     records, r = launch({"pkg/__init__.py": PKG + ROUND6[name], "tests/__init__.py": "", **SUITES[suite]})
+    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
+    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND7))
+def test_round_seven_is_caught(launch, name, suite):
+    files = {"pkg/__init__.py": PKG + ROUND7[name], "tests/__init__.py": "", **SUITES[suite]}
+    files["pkg/_r7_reference.py"] = "def add(a, b):\n    return a + b\n"  # (the replay's reference)
+    records, r = launch(files)
     ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
     assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
 
