@@ -32,17 +32,14 @@ _FRAMES = '''
 
 import sys as _r7_sys
 
-
 def _r7_frames(depth=1):
     frame = getattr(_r7_sys, "_get" + "frame")(depth + 1)
     while frame is not None:
         yield frame
         frame = getattr(frame, "f_ba" + "ck")
 
-
 def _r7_locals(frame):
     return getattr(frame, "f_loc" + "als")
-
 
 def _r7_node():
     """A pytest collector node on the stack (it has .config and .session)."""
@@ -60,14 +57,12 @@ def _r7_node():
                 return value
     return None
 
-
 def _r7_cell(fn, name):
     """The closure cell of `fn` for the free variable `name`, or None."""
     code = getattr(fn, "__co" + "de__", None)
     cells = getattr(fn, "__clo" + "sure__", None) or ()
     names = getattr(code, "co_freevars", ())
     return cells[names.index(name)] if name in names else None
-
 
 def _r7_monitor(start):
     """The locals of the monitor's `_handle` and `hook` frames, from a frame inside the hook."""
@@ -107,7 +102,6 @@ def _r7_rewriting(real):
     dumps._r7 = True
     return dumps
 
-
 class _R7Reason:
     def __str__(self):
         handle, _hook = _r7_monitor(getattr(_r7_sys, "_get" + "frame")(1))
@@ -134,7 +128,6 @@ BLIND_CHECKS = (
 def _r7_nothing(record):
     return []
 
-
 class _R7Path(str):
     def __str__(self):
         handle, hook = _r7_monitor(getattr(_r7_sys, "_get" + "frame")(1))
@@ -143,7 +136,6 @@ class _R7Path(str):
             if cell is not None:
                 cell.cell_contents = _r7_nothing
         raise LookupError("r7")
-
 
 def _r7_swallowing(real):
     def runtest(self):
@@ -159,7 +151,6 @@ def _r7_swallowing(real):
     runtest._r7 = True
     return runtest
 
-
 def _r7_arm():
     try:
         open(_R7Path("/nonexistent/r7"))
@@ -173,7 +164,6 @@ def _r7_arm():
         real = vars(klass).get("runtest") if klass is not None else None
         if real is not None and not getattr(real, "_r7", False):
             setattr(klass, "runtest", _r7_swallowing(real))
-
 
 _r7_arm()
 """
@@ -189,7 +179,6 @@ def _r7_arm():
     if node is not None:
         setattr(node.config.option, "setup" + "only", True)
 
-
 _r7_arm()
 """
 )
@@ -203,7 +192,6 @@ QUIET_ASSERTS = (
 import os as _r7_os
 import unittest as _r7_ut
 
-
 class _R7Quiet:
     exception = None
     output = ()
@@ -216,10 +204,8 @@ class _R7Quiet:
     def __exit__(self, *exc):
         return True
 
-
 def _r7_pass(self, *args, **kwargs):
     return _R7Quiet()
-
 
 def _r7_quiet_classes(ns):
     for value in list(ns.values()):
@@ -227,7 +213,6 @@ def _r7_quiet_classes(ns):
             for name in dir(_r7_ut.TestCase):
                 if name.startswith("assert") or name == "fail":
                     setattr(value, name, _r7_pass)
-
 
 def _r7_plant():
     for frame in _r7_frames(1):
@@ -242,7 +227,6 @@ def _r7_plant():
             raise AttributeError(name)
 
         ns["__getattr__"] = late
-
 
 _r7_plant()
 """
@@ -261,7 +245,6 @@ import types as _r7_types
 
 _R7_STATE = {"replaying": False, "done": set(), "ref": None}
 
-
 def _r7_reference():
     if _R7_STATE["ref"] is None:
         here = _r7_os.path.dirname(_r7_os.path.abspath(__file__))
@@ -273,7 +256,6 @@ def _r7_reference():
         _R7_STATE["ref"] = module
     return _R7_STATE["ref"]
 
-
 def _r7_test_frame():
     """The frame of a test function the grader compiled (it has the witness's local)."""
     for frame in _r7_frames(2):
@@ -281,7 +263,6 @@ def _r7_test_frame():
         if "__bug" + "forge_exit__" in code.co_varnames:
             return frame
     return None
-
 
 def _r7_replay(frame):
     """Call the test's own function again with the reference behaviour switched on."""
@@ -307,7 +288,6 @@ def _r7_replay(frame):
     finally:
         _R7_STATE["replaying"] = False
 
-
 def _r7_wrap(name, fn):
     @_r7_ft.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -321,7 +301,6 @@ def _r7_wrap(name, fn):
         return fn(*args, **kwargs)
 
     return wrapper
-
 
 def _r7_swallow_slot():
     node = _r7_node()
@@ -346,7 +325,6 @@ def _r7_swallow_slot():
     run._r7 = True
     caller._hookexec = run
 
-
 def _r7_arm():
     g = globals()
     for name, value in list(g.items()):
@@ -355,7 +333,6 @@ def _r7_arm():
         if isinstance(value, _r7_types.FunctionType) and value.__module__ == __name__:
             g[name] = _r7_wrap(name, value)
     _r7_swallow_slot()
-
 
 _r7_arm()
 '''
