@@ -21,4 +21,9 @@ if ! command -v docker-registry >/dev/null 2>&1; then  # a real registry for tes
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; } >/dev/null 2>&1 \
     || echo "setup: could not install Debian's docker-registry (the registry tests will skip)" >&2
 fi
+if ! command -v bwrap >/dev/null 2>&1; then  # the process backend's confinement (tests/sandbox/test_process_backend.py)
+  echo "setup: apt-get install bubblewrap"
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap; } >/dev/null 2>&1 \
+    || echo "setup: could not install Debian's bubblewrap (the process backend refuses without it)" >&2
+fi
 bugforge images build
