@@ -39,6 +39,7 @@ from bugforge.errors import BugforgeError
 from bugforge.images.rootfs import ROWS, read_manifest
 from bugforge.records import read_jsonl
 from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes, passwd_user, remove_folder
+from bugforge.sandbox.fileops import FileOps
 from bugforge.sandbox.runtime import NoSession, SandboxConfig, diff_script
 from bugforge.sandbox.shell import RunResult
 from bugforge.stream import StreamClosed
@@ -70,7 +71,7 @@ class NotGraded(BugforgeError, NotImplementedError):
 
 
 @dataclass
-class ProcessSession:
+class ProcessSession(FileOps):
     """A session of the process backend (module docstring); Session's interface."""
 
     id: str
@@ -113,7 +114,7 @@ class ProcessSession:
             except (StreamClosed, OSError, TimeoutError) as e:
                 raise self._failed("the command", e) from None
 
-    def _files(self, **req) -> dict:
+    def _helper(self, req: dict) -> bytes:
         """The file helper, run in the jail as the session's user (never through the agent's shell)."""
         self.last_used = time.time()
         req.setdefault("root", self.jail.workspace)
@@ -122,26 +123,7 @@ class ProcessSession:
             r = self.jail.run([self.jail.python, helper], input=json.dumps(req).encode())
         except (OSError, subprocess.SubprocessError) as e:
             raise self._failed(f"file {req.get('op')}", e) from None
-        try:
-            answer = json.loads(r.stdout or b"{}")
-        except json.JSONDecodeError:
-            answer = {"ok": False, "error": f"file helper failed: {(r.stdout + r.stderr)[-300:]!r}"}
-        if not answer.get("ok"):
-            raise BugforgeError(answer.get("error", "file operation failed"))
-        return answer
-
-    def read(self, path: str, max_bytes: int = 1 << 20) -> str:
-        return self._files(op="read", path=path, max_bytes=max_bytes)["content"]
-
-    def write(self, path: str, content: str) -> None:
-        self._files(op="write", path=path, content=content)
-
-    def edit(self, path: str, old: str, new: str) -> None:
-        """Replace `old` by `new`; `old` must occur exactly once."""
-        self._files(op="edit", path=path, old=old, new=new)
-
-    def list(self, path: str = ".") -> list[dict]:
-        return self._files(op="list", path=path)["entries"]
+        return r.stdout or r.stderr
 
     def diff(self) -> str:
         """The session's changes against the instance's state, as a patch (new files included)."""

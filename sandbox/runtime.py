@@ -30,6 +30,7 @@ import docker.errors
 from bugforge import engine
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
+from bugforge.sandbox.fileops import FileOps
 from bugforge.sandbox.shell import RunResult, Shell
 from bugforge.stream import StreamClosed
 from bugforge.testing.testrun import PACKAGE, tools_archive
@@ -116,7 +117,7 @@ class SandboxConfig:
 
 
 @dataclass
-class Session:
+class Session(FileOps):
     id: str
     image: str
     container: object
@@ -136,49 +137,26 @@ class Session:
             self.last_used = time.time()
             return self.shell.run(command, timeout or self.config.command_timeout)
 
-    # --- files (confined to the workspace) ----------------------------------------------------
-    def _files(self, **req) -> dict:
+    # --- files (confined to the workspace: FileOps) ----------------------------------------------
+    def _helper(self, req: dict) -> bytes:
         with _engine_errors(self.id, f"file {req.get('op')}"):
-            return self._files_call(req)
-
-    def _files_call(self, req: dict) -> dict:
-        self.last_used = time.time()
-        req.setdefault("root", self.config.workdir)
-        cmd = ["python3", f"{TOOLS}/{PACKAGE}/files.py"]
-        api = client().api
-        eid = api.exec_create(self.container.id, cmd, stdin=True, user=self.user)["Id"]
-        sock = api.exec_start(eid, socket=True)
-        raw = getattr(sock, "_sock", sock)
-        raw.sendall(json.dumps(req).encode())
-        raw.shutdown(1)  # end of stdin
-        data = b""
-        while True:
-            chunk = raw.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        raw.close()
-        out = _demux(data)
-        try:
-            answer = json.loads(out or b"{}")
-        except json.JSONDecodeError:
-            answer = {"ok": False, "error": f"file helper failed: {out[-300:]!r}"}
-        if not answer.get("ok"):
-            raise BugforgeError(answer.get("error", "file operation failed"))
-        return answer
-
-    def read(self, path: str, max_bytes: int = 1 << 20) -> str:
-        return self._files(op="read", path=path, max_bytes=max_bytes)["content"]
-
-    def write(self, path: str, content: str) -> None:
-        self._files(op="write", path=path, content=content)
-
-    def edit(self, path: str, old: str, new: str) -> None:
-        """Replace `old` by `new`; `old` must occur exactly once."""
-        self._files(op="edit", path=path, old=old, new=new)
-
-    def list(self, path: str = ".") -> list[dict]:
-        return self._files(op="list", path=path)["entries"]
+            self.last_used = time.time()
+            req.setdefault("root", self.config.workdir)
+            cmd = ["python3", f"{TOOLS}/{PACKAGE}/files.py"]
+            api = client().api
+            eid = api.exec_create(self.container.id, cmd, stdin=True, user=self.user)["Id"]
+            sock = api.exec_start(eid, socket=True)
+            raw = getattr(sock, "_sock", sock)
+            raw.sendall(json.dumps(req).encode())
+            raw.shutdown(1)  # end of stdin
+            data = b""
+            while True:
+                chunk = raw.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            raw.close()
+            return _demux(data)
 
     def diff(self) -> str:
         """The session's changes against the instance's state, as a patch (new files included)."""
