@@ -40,7 +40,8 @@ from bugforge.images.rootfs import ROWS, read_manifest
 from bugforge.records import read_jsonl
 from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes, passwd_user, remove_folder
 from bugforge.sandbox.fileops import FileOps
-from bugforge.sandbox.runtime import NoSession, SandboxConfig, diff_script
+from bugforge.sandbox.runtime import SandboxConfig, diff_script
+from bugforge.sandbox.sessions import SessionTable
 from bugforge.sandbox.shell import RunResult
 from bugforge.stream import StreamClosed
 from bugforge.testing.tools import PACKAGE, tools_archive
@@ -150,7 +151,7 @@ class ProcessSession(FileOps):
             remove_folder(self.jail.home)
 
 
-class ProcessRuntime:
+class ProcessRuntime(SessionTable):
     """Creates and tracks process-backend sessions from the rootfs folder `rootfs`. Thread-safe.
     `instances`: the rows it knows by id (default: the folder's instances.jsonl). `bwrap`: the
     bubblewrap program. `work_dir`: where session folders go (default: the system's temporary folder)."""
@@ -308,30 +309,12 @@ class ProcessRuntime:
             )
         return out[-1]
 
-    def get(self, session_id: str) -> ProcessSession:
-        s = self.sessions.get(session_id)
-        if s is None:
-            raise NoSession(session_id)
-        return s
-
-    def close(self, session_id: str) -> None:
-        with self.lock:
-            s = self.sessions.pop(session_id, None)
-        if s:
-            s.close()
-
     def warm(self, image: str, size: int | None = None) -> None:
         """No pool in this backend (a session starts from a folder copy); here for Runtime's interface."""
 
     def reap(self, session_ttl: float | None = None) -> list[str]:
         """Close sessions idle longer than `session_ttl`."""
-        now, closed = time.time(), []
-        if session_ttl is not None:
-            for sid, s in list(self.sessions.items()):
-                if now - s.last_used > session_ttl and not s.lock.locked():
-                    self.close(sid)
-                    closed.append(sid)
-        return closed
+        return self.close_idle(session_ttl)
 
     def shutdown(self) -> None:
         """Close this runtime's sessions and delete its folder; other runtimes' stay."""

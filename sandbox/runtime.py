@@ -31,6 +31,7 @@ from bugforge import engine
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
 from bugforge.sandbox.fileops import FileOps
+from bugforge.sandbox.sessions import NoSession, SessionTable  # noqa: F401  (NoSession: the service's)
 from bugforge.sandbox.shell import RunResult, Shell
 from bugforge.stream import StreamClosed
 from bugforge.testing.testrun import PACKAGE, tools_archive
@@ -40,17 +41,6 @@ ROLE = "bugforge.role"
 OWNER = "bugforge.owner"
 RUNTIME = "bugforge.runtime"  # the id of the Runtime that started a container (what its shutdown removes)
 log = logging.getLogger("bugforge.sandbox")
-
-
-class NoSession(KeyError):
-    """No open session of that id in this runtime (the service answers 404 for this, and only this)."""
-
-    def __init__(self, session_id: str):
-        super().__init__(session_id)
-        self.session_id = session_id
-
-    def __str__(self) -> str:
-        return f"no session {self.session_id}"
 
 
 @contextlib.contextmanager
@@ -208,7 +198,7 @@ class _Warm:
     born: float = field(default_factory=time.time)
 
 
-class Runtime:
+class Runtime(SessionTable):
     """Creates and tracks sessions. Thread-safe."""
 
     def __init__(self, config: SandboxConfig | None = None, instances: dict[str, dict] | None = None):
@@ -304,18 +294,6 @@ class Runtime:
             self.sessions[s.id] = s
         return s
 
-    def get(self, session_id: str) -> Session:
-        s = self.sessions.get(session_id)
-        if s is None:
-            raise NoSession(session_id)
-        return s
-
-    def close(self, session_id: str) -> None:
-        with self.lock:
-            s = self.sessions.pop(session_id, None)
-        if s:
-            s.close()
-
     # --- warm pool ------------------------------------------------------------------------------
     def warm(self, image: str, size: int | None = None) -> None:
         """Fill the pool for `image` up to `size` (default: config.pool_size) now."""
@@ -340,12 +318,7 @@ class Runtime:
 
     def reap(self, session_ttl: float | None = None) -> list[str]:
         """Close sessions idle longer than `session_ttl` and pooled containers past pool_idle_s."""
-        now, closed = time.time(), []
-        if session_ttl is not None:
-            for sid, s in list(self.sessions.items()):
-                if now - s.last_used > session_ttl and not s.lock.locked():
-                    self.close(sid)
-                    closed.append(sid)
+        now, closed = time.time(), self.close_idle(session_ttl)
         with self.lock:
             stale = [(img, w) for img, ws in self.pool.items() for w in ws if now - w.born > self.config.pool_idle_s]
             for img, w in stale:
