@@ -4,7 +4,7 @@ the names the file imports from installed code must hold what those imports boun
 The test files are the instance's own (the sweep restores them before the run), so their syntax is
 trusted; the namespace their code fills is not: code of the tree that a test module imports can write
 to it (a module `__getattr__`, a plugin's collection hook, a thread) before pytest collects from it.
-`problems(items, installed, root)` runs when collection is finished and says, per test file:
+`collected(items, installed, root)` runs when collection is finished and says, per test file:
 
 - a test whose `def` carries no decorator but pytest's marks (marks return the function itself) was
   collected as a function whose code is not that `def` (file, name, first line) or whose globals are
@@ -12,9 +12,13 @@ to it (a module `__getattr__`, a plugin's collection hook, a thread) before pyte
 - a name the file binds by `import`/`from ... import` of an installed module (and binds nowhere else)
   holds a value whose code comes from the tree.
 
+- a class the file defines holds a function, class or descriptor its body does not bind, or has bases
+  other than the ones the file names (checked again at the finish: `classes_changed`).
+
 A test wrapped by any other decorator is the decorator's business (docs/security.md, known limits).
-`bindings(items, installed, root)` gives the (where, namespace, name, value) the monitor then holds
-at each test's end. Python 3.9, standard library only."""
+`collected` also gives the (where, namespace, name, value) the monitor then holds at each test's end,
+and each test's module file, def and collected function for the witness (witness.py). Python 3.9,
+standard library only."""
 
 import ast
 import builtins
@@ -23,6 +27,7 @@ import sys
 import types
 
 from .integrity import installed_value
+from .witness import blocks
 
 _MARKS = (("pytest", "mark"), ("mark",))
 _NONE = object()
@@ -57,9 +62,8 @@ def _walk(body, path, defs, seen, wrapped=False):
         elif isinstance(node, ast.ClassDef):
             decorated = wrapped or not all(_is_mark(d) for d in node.decorator_list)
             _walk(node.body, path + (node.name,), defs, seen, decorated)
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-            blocks = [getattr(node, b, None) or [] for b in ("body", "orelse", "finalbody")]
-            for block in blocks + [h.body for h in getattr(node, "handlers", None) or []]:
+        else:
+            for block in blocks(node):
                 _walk(block, path, defs, seen, wrapped)
 
 
@@ -203,16 +207,22 @@ def _imports_changed(module, parsed, installed, root):
     return out, bindings
 
 
-def problems_and_bindings(items, installed, root):
-    """(reasons, bindings) once collection is finished; bindings: (where, namespace, name, value),
-    for the monitor to hold at each test's end."""
-    cache, modules, out = {}, {}, []
+def collected(items, installed, root):
+    """Once collection is finished: (reasons, bindings, tests, modules). bindings: (where, namespace,
+    name, value), held by the monitor at each test's end; tests: (node id, its module's file, its def's
+    key (file, classes, name), the collected function), for the witness; modules: (module, its parsed
+    file), for `classes_changed` at the finish."""
+    cache, modules, out, tests = {}, {}, [], []
     for item in items:
         where = _where(item)
-        parsed = _parse(where[1], cache) if where else None
-        if parsed is None:
+        if where is None:
             continue
         module, path, classes, name = where
+        obj = getattr(item, "obj", None)
+        tests.append((item.nodeid, module.__file__, (path, classes, name), getattr(obj, "__func__", obj)))
+        parsed = _parse(path, cache)
+        if parsed is None:
+            continue
         modules[id(module)] = (module, parsed)
         entry = parsed.defs.get((classes, name))
         if entry is not None and entry[0] and not _is_def(item, module, path, name, entry[1]):
@@ -222,36 +232,9 @@ def problems_and_bindings(items, installed, root):
         reasons, held = _imports_changed(module, parsed, installed, root)
         out += reasons + _classes_changed(module, parsed)
         bindings += held
-    return out, tuple(bindings)
+    return out, tuple(bindings), tuple(tests), list(modules.values())
 
 
-def classes_changed(items):
-    """At the session's finish: the test files' classes, checked again (see _classes_changed)."""
-    cache, out = {}, []
-    for module, parsed in _modules(items, cache):
-        out += _classes_changed(module, parsed)
-    return out
-
-
-def _modules(items, cache):
-    seen = {}
-    for item in items:
-        where = _where(item)
-        parsed = _parse(where[1], cache) if where else None
-        if parsed is not None:
-            seen[id(where[0])] = (where[0], parsed)
-    return list(seen.values())
-
-
-def tests(items):
-    """(node id, its module's file, its def's key (file, classes, name), the collected function) for
-    the monitor's witness (witness.py)."""
-    out = []
-    for item in items:
-        where = _where(item)
-        if where is None:
-            continue
-        module, path, classes, name = where
-        obj = getattr(item, "obj", None)
-        out.append((item.nodeid, module.__file__, (path, classes, name), getattr(obj, "__func__", obj)))
-    return tuple(out)
+def classes_changed(modules):
+    """At the session's finish: the test files' classes (modules: what `collected` gave), checked again."""
+    return [reason for module, parsed in modules for reason in _classes_changed(module, parsed)]

@@ -28,7 +28,7 @@ import pytest
 
 from . import witness
 from .channel import sender
-from .defined import classes_changed, problems_and_bindings, tests
+from .defined import classes_changed, collected
 from .integrity import Integrity, compare, installed_dirs
 from .lookups import Watcher
 from .monitor import CHANNEL, COMPILED, ITEMS, PIN, RECORD, TAMPER, install
@@ -50,6 +50,7 @@ class Probe:
         self.tracker = Tracker(self.root, bool(self.coverage_path or self.lookups_path))
         self.limits = Limits(self.report)
         self.integrity = Integrity(self.root, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        self.test_modules = []  # (module, parsed file) of the collected tests (defined.py)
 
     def install(self):
         """Watch the classes built from now on (lookup runs), start coverage and access tracking
@@ -106,8 +107,9 @@ class Probe:
         files bind by importing installed code (held likewise), and why the collected functions are
         not the ones their files define (defined.py; reported with the run's finish)."""
         _, _, installed, root = self.integrity.snap
-        reasons, bindings = problems_and_bindings(session.items, installed, root)
-        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests(session.items))
+        reasons, bindings, tests, modules = collected(session.items, installed, root)
+        self.test_modules[:] = modules  # (in place: the list is pinned)
+        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -154,7 +156,7 @@ class Probe:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus, _audit=sys.audit):
         hooks = {name: globals()[name] for name in HOOKS}
-        for reason in self.integrity.problems(session, exitstatus, hooks) + classes_changed(session.items):
+        for reason in self.integrity.problems(session, exitstatus, hooks) + classes_changed(self.test_modules):
             _audit(TAMPER, reason)
         self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
         if self.lookups_path:

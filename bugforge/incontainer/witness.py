@@ -72,22 +72,29 @@ def _wrap(fn):
     fn.body = doc + new
 
 
+def blocks(node):
+    """The statement blocks inside an if / try / with / for / while (where defs can be), else none."""
+    if not isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+        return []
+    bodies = [getattr(node, b, None) or [] for b in ("body", "orelse", "finalbody")]
+    return bodies + [h.body for h in getattr(node, "handlers", None) or []]
+
+
 def instrument(tree, patterns=("test",)):
     """Wrap every test function's body (module level, in classes, in if/try blocks) in place."""
 
-    def walk(body, in_class):
+    def walk(body):
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if _is_test(node.name, patterns) and not _has_yield(node):
                     _wrap(node)
             elif isinstance(node, ast.ClassDef):
-                walk(node.body, True)
-            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
-                blocks = [getattr(node, b, None) or [] for b in ("body", "orelse", "finalbody")]
-                for block in blocks + [h.body for h in getattr(node, "handlers", None) or []]:
-                    walk(block, in_class)
+                walk(node.body)
+            else:
+                for block in blocks(node):
+                    walk(block)
 
-    walk(tree.body, False)
+    walk(tree.body)
     ast.fix_missing_locations(tree)
     return tree
 
