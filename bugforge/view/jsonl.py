@@ -19,6 +19,9 @@ from typing import Any
 
 Summarize = Callable[[dict], Any]
 HEAD = 256
+UNREADABLE = (OSError, ValueError, TypeError, KeyError, AttributeError)
+"""What reading a record raises when its file is missing, or it is not JSON or not the record's shape
+(json, records.from_dict, load_env, a summarize function); anything else is a bug, not a bad file."""
 
 
 @dataclass
@@ -92,7 +95,7 @@ class JsonlIndex:
             return
         try:
             summary = self.summarize(data) if self.summarize else None
-        except Exception as e:  # a row without the fields this kind of file needs
+        except UNREADABLE as e:  # a row without the fields this kind of file needs
             self.errors.append((line, f"{type(e).__name__}: {e}"))
             return
         self.rows.append(Row(line, offset, length, summary))

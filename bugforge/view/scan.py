@@ -42,29 +42,40 @@ def kind_of(path: Path) -> str | None:
     if name == "metrics.jsonl":
         return "training"
     if name.endswith(".jsonl"):
-        first = first_record(path)
-        if first is None:
-            return "unreadable" if name.startswith(("instances", "trajectories", "predictions")) else None
-        if "problem_statement" in first and "instance_id" in first:
-            return "dataset"
-        if "instance_id" in first and ("turns" in first or "steps" in first or "exit_reason" in first):
-            return "trajectories"
-        if "instance_id" in first and "model_patch" in first:
-            return "predictions"
-        return None
+        return _jsonl_kind(path)
     if name.endswith(".json") and name.count(".") >= 2 and name not in ("env.json", "recipe.json"):
-        try:
-            if path.stat().st_size > 64 << 20:
-                return None
-            text = path.read_bytes()
-        except OSError:
+        return _report_kind(path)
+    return None
+
+
+def _jsonl_kind(path: Path) -> str | None:
+    """The kind of a JSONL file, from its first record."""
+    first = first_record(path)
+    if first is None:
+        return "unreadable" if path.name.startswith(("instances", "trajectories", "predictions")) else None
+    if "instance_id" not in first:
+        return None
+    if "problem_statement" in first:
+        return "dataset"
+    if "turns" in first or "steps" in first or "exit_reason" in first:
+        return "trajectories"
+    return "predictions" if "model_patch" in first else None
+
+
+def _report_kind(path: Path) -> str | None:
+    """ "report" when a JSON file is (or, half-written, starts like) an evaluation report."""
+    try:
+        if path.stat().st_size > 64 << 20:
             return None
-        try:
-            data = json.loads(text)
-        except ValueError:  # half-written or damaged: a report if it starts like one (its page says what is wrong)
-            return "report" if b'"total_instances"' in text[:4096] or b'"resolved_ids"' in text[:4096] else None
-        if isinstance(data, dict) and "resolved_ids" in data and "submitted_ids" in data:
-            return "report"
+        text = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:  # half-written or damaged: a report if it starts like one (its page says what is wrong)
+        return "report" if b'"total_instances"' in text[:4096] or b'"resolved_ids"' in text[:4096] else None
+    if isinstance(data, dict) and "resolved_ids" in data and "submitted_ids" in data:
+        return "report"
     return None
 
 
