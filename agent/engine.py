@@ -140,6 +140,28 @@ def is_format_error(message: dict, prompts: Prompts) -> bool:
     return message.get("role") == "user" and bool(head) and message.get("content", "").startswith(head)
 
 
+def exit_after_step(traj: Trajectory, cfg: AgentConfig, streak: int, t0: float) -> str:
+    """The episode's exit reason after a step ("" to go on): too many consecutive format errors, else the
+    step's own reason, else the first limit reached (tokens, then wall time)."""
+    if cfg.max_format_errors and streak >= cfg.max_format_errors:
+        return "format_errors"
+    if traj.exit_reason:
+        return traj.exit_reason
+    if traj.tokens >= cfg.max_tokens:
+        return "max_tokens"
+    if time.monotonic() - t0 >= cfg.max_seconds:
+        return "max_seconds"
+    return ""
+
+
+def take_patch(traj: Trajectory, session: Session) -> None:
+    """The episode's patch is the session's diff; a sandbox that cannot give it ends it as sandbox_error."""
+    try:
+        traj.patch = session.diff()
+    except BugforgeError as e:
+        traj.exit_reason, traj.error = "sandbox_error", e.what
+
+
 def run_episode(
     instance: dict, policy: Policy, session: Session, cfg: AgentConfig | None = None, history: list[dict] | None = None
 ) -> Trajectory:
@@ -184,16 +206,8 @@ def run_episode(
         traj.steps += s.records
         traj.exit_reason, traj.error = s.exit_reason, s.error or traj.error
         streak = streak + 1 if s.format_error else 0
-        if cfg.max_format_errors and streak >= cfg.max_format_errors:
-            traj.exit_reason = "format_errors"
-        if not traj.exit_reason and traj.tokens >= cfg.max_tokens:
-            traj.exit_reason = "max_tokens"
-        if not traj.exit_reason and time.monotonic() - t0 >= cfg.max_seconds:
-            traj.exit_reason = "max_seconds"
+        traj.exit_reason = exit_after_step(traj, cfg, streak, t0)
     if traj.exit_reason != "sandbox_error":
-        try:
-            traj.patch = session.diff()
-        except BugforgeError as e:
-            traj.exit_reason, traj.error = "sandbox_error", e.what
+        take_patch(traj, session)
     traj.seconds = round(time.monotonic() - t0, 3)
     return traj

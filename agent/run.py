@@ -8,6 +8,7 @@ an evaluation counts it as not submitted, never as the model's empty answer."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from bugforge.agent.loop import AgentConfig, run_episode
 from bugforge.records import Trajectory, append_jsonl, read_jsonl
+
+log = logging.getLogger("bugforge.agent")
 
 FAILED = ("model_error", "sandbox_error")
 """Exit reasons of episodes that did not run to an answer: not written as predictions, retried on rerun."""
@@ -30,7 +33,7 @@ def run_dataset(
     trajectories: Path | None = None,
     workers: int = 2,
     config: AgentConfig | None = None,
-    grade: bool = True,
+    grade: bool | Callable[[dict, str], object] = True,
     ray: str | None = None,
     progress: Callable[[str, int, int], None] = lambda *a: None,
 ) -> list[Trajectory]:
@@ -38,7 +41,9 @@ def run_dataset(
     for the oracle). `sandbox` is sandbox.connect(...): in-process Runtime or HTTP client. `ray`: a Ray
     cluster's address: the episodes run on `workers` actors, each with an in-process sandbox on its node
     (`sandbox` is then unused; `make_policy` travels by cloudpickle, and a model endpoint must answer
-    from the nodes); the records are written here, as without Ray. Returns this run's trajectories,
+    from the nodes); the records are written here, as without Ray. `grade`: grade each patch in a fresh
+    container (True), with this callable (row, patch) -> GradeResult (the process backend's
+    ProcessRuntime.grade), or not (False). Returns this run's trajectories,
     failed ones included (exit reason in FAILED: only the others are done and have a prediction)."""
     done = {r["instance_id"] for r in read_jsonl(predictions)}
     todo = [r for r in rows if r["instance_id"] not in done]
@@ -74,19 +79,19 @@ def run_dataset(
     return out
 
 
-def episode(sandbox, row: dict, *, make_policy, config: AgentConfig | None, grade: bool) -> Trajectory:
-    """One instance's episode in a session of `sandbox`, graded in a fresh container when it left a patch.
+def episode(sandbox, row: dict, *, make_policy, config: AgentConfig | None, grade: bool | Callable) -> Trajectory:
+    """One instance's episode in a session of `sandbox`, graded when it left a patch (`grade`: run_dataset's).
     A sandbox that fails is recorded as the episode's exit reason (sandbox_error), not raised."""
     from bugforge.sandbox.grader import grade_patch
 
     policy = make_policy(row)
     try:
         session = sandbox.create(image=row["image"])
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a worker: any failed start is this episode's sandbox_error; the run goes on
         return Trajectory(row["instance_id"], getattr(policy, "model", "?"), exit_reason="sandbox_error", error=str(e))
     try:
         traj = run_episode(row, policy, session, config)
-    except Exception as e:  # the sandbox broke mid-episode: record it, go on with the next
+    except Exception as e:  # noqa: BLE001 - the sandbox broke mid-episode: recorded as sandbox_error, the run goes on
         traj = Trajectory(
             row["instance_id"],
             getattr(policy, "model", "?"),
@@ -96,10 +101,10 @@ def episode(sandbox, row: dict, *, make_policy, config: AgentConfig | None, grad
     finally:
         try:
             session.close()
-        except Exception:
-            pass
+        except Exception as e:  # noqa: BLE001 - a failed clean-up must not mask the episode's own result
+            log.warning("episode %s: closing its session failed: %s", row["instance_id"], e)
     if grade and traj.patch.strip() and traj.exit_reason not in FAILED:
-        traj.grade = asdict(grade_patch(row, traj.patch))
+        traj.grade = asdict((grade if callable(grade) else grade_patch)(row, traj.patch))
     return traj
 
 

@@ -117,47 +117,59 @@ class Editor:
             raise BugforgeError("str_replace_editor needs `path`")
         if cmd == "view":
             return self.view(path, args.get("view_range"))
-        if cmd == "create":
-            if "file_text" not in args:
-                raise BugforgeError("create needs `file_text`")
-            if self._exists(path):
-                raise BugforgeError(f"{path} already exists; use str_replace to change it")
-            self.session.write(path, args["file_text"])
-            return f"Created {path}."
-        if cmd == "str_replace":
-            old, new = args.get("old_str"), args.get("new_str", "")
-            if not old:
-                raise BugforgeError("str_replace needs a non-empty `old_str`")
-            text = self.session.read(path)
-            n = text.count(old)
-            if n != 1:
-                raise BugforgeError(
-                    f"old_str occurs {n} times in {path}; it must occur exactly once "
-                    "(add surrounding lines to make it unique)"
-                    if n
-                    else f"old_str was not found in {path}; view the file and copy the text exactly"
-                )
-            self.history.setdefault(path, []).append(text)
-            self.session.write(path, text.replace(old, new, 1))
-            return f"Edited {path}.\n" + self._snippet(text.replace(old, new, 1), text.index(old), new)
-        if cmd == "insert":
-            line = args.get("insert_line")
-            text = self.session.read(path)
-            lines = text.splitlines(keepends=True)
-            if not isinstance(line, int) or not 0 <= line <= len(lines):
-                raise BugforgeError(f"insert_line must be between 0 and {len(lines)}")
-            new = args.get("new_str", "")
-            self.history.setdefault(path, []).append(text)
-            self.session.write(
-                path, "".join(lines[:line]) + new + ("" if new.endswith("\n") else "\n") + "".join(lines[line:])
+        commands = {
+            "create": self.create,
+            "str_replace": self.str_replace,
+            "insert": self.insert,
+            "undo_edit": self.undo,
+        }
+        if cmd not in commands:
+            raise BugforgeError(f"unknown editor command {cmd!r}; use view, create, str_replace, insert or undo_edit")
+        return commands[cmd](path, args)
+
+    def create(self, path: str, args: dict) -> str:
+        if "file_text" not in args:
+            raise BugforgeError("create needs `file_text`")
+        if self._exists(path):
+            raise BugforgeError(f"{path} already exists; use str_replace to change it")
+        self.session.write(path, args["file_text"])
+        return f"Created {path}."
+
+    def str_replace(self, path: str, args: dict) -> str:
+        old, new = args.get("old_str"), args.get("new_str", "")
+        if not old:
+            raise BugforgeError("str_replace needs a non-empty `old_str`")
+        text = self.session.read(path)
+        n = text.count(old)
+        if n != 1:
+            raise BugforgeError(
+                f"old_str occurs {n} times in {path}; it must occur exactly once "
+                "(add surrounding lines to make it unique)"
+                if n
+                else f"old_str was not found in {path}; view the file and copy the text exactly"
             )
-            return f"Inserted after line {line} of {path}."
-        if cmd == "undo_edit":
-            if not self.history.get(path):
-                raise BugforgeError(f"no edit of {path} to undo")
-            self.session.write(path, self.history[path].pop())
-            return f"Reverted the last edit of {path}."
-        raise BugforgeError(f"unknown editor command {cmd!r}; use view, create, str_replace, insert or undo_edit")
+        self.history.setdefault(path, []).append(text)
+        self.session.write(path, text.replace(old, new, 1))
+        return f"Edited {path}.\n" + self._snippet(text.replace(old, new, 1), text.index(old), new)
+
+    def insert(self, path: str, args: dict) -> str:
+        line = args.get("insert_line")
+        text = self.session.read(path)
+        lines = text.splitlines(keepends=True)
+        if not isinstance(line, int) or not 0 <= line <= len(lines):
+            raise BugforgeError(f"insert_line must be between 0 and {len(lines)}")
+        new = args.get("new_str", "")
+        self.history.setdefault(path, []).append(text)
+        self.session.write(
+            path, "".join(lines[:line]) + new + ("" if new.endswith("\n") else "\n") + "".join(lines[line:])
+        )
+        return f"Inserted after line {line} of {path}."
+
+    def undo(self, path: str, args: dict) -> str:
+        if not self.history.get(path):
+            raise BugforgeError(f"no edit of {path} to undo")
+        self.session.write(path, self.history[path].pop())
+        return f"Reverted the last edit of {path}."
 
     def _exists(self, path: str) -> bool:
         try:
