@@ -107,14 +107,20 @@ def split_pool(pool: list[Project], seed: int, fresh_size: int) -> tuple[list[Pr
     return order[:fresh_size], order[fresh_size:]
 
 
+def exc_name(text: str) -> str:
+    """The last exception class name in `text` ("other" when there is none)."""
+    m = re.search(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))\b", text)
+    return m.group(1).split(".")[-1] if m else "other"
+
+
 def failure_class(error: str) -> str:
     """A short class of a one-line error, for grouping failures (e.g. "collection error: ImportError")."""
-
-    def exc_name(text: str) -> str:
-        m = re.search(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit|Interrupt))\b", text)
-        return m.group(1).split(".")[-1] if m else "other"
-
     e = error.removeprefix("error: ")
+    return _suite_failure(e) or _setup_failure(e) or " ".join(e.split()[:4]) or "unknown"
+
+
+def _suite_failure(e: str) -> str | None:
+    """The class of a failure of the test suite's runs (limits, collection), else None."""
     if e.startswith("timeout"):
         return "timeout (bench limit)"
     if "did not finish within" in e:
@@ -125,6 +131,11 @@ def failure_class(error: str) -> str:
         return "no tests collected"
     if "cannot be collected after repair" in e:
         return f"over a quarter of files uncollectable: {exc_name(e.split('first: ', 1)[-1])}"
+    return None
+
+
+def _setup_failure(e: str) -> str | None:
+    """The class of a failure before the suite ran (build, source, a crash), else None."""
     if e.startswith("building the environment of") or e.startswith("building a repair layer"):
         return "install step failed" if "RUN " in e or "returned a non-zero code" in e else "image build failed"
     if e.startswith("cannot clone") or "is not in http" in e:
@@ -133,7 +144,7 @@ def failure_class(error: str) -> str:
         return "sdist download failed"
     if e.startswith("crash:"):
         return f"crash: {exc_name(e)}"
-    return " ".join(e.split()[:4]) or "unknown"
+    return None
 
 
 def last_error(log_text: str, rc: int) -> str:
@@ -300,7 +311,7 @@ def report(projects: list[Project], done: dict[str, Result], out: Path) -> None:
     print(f"\ntable: {out / 'table.md'}; records: {out / 'results.jsonl'}; logs: {out / 'logs'}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="runs/bench/environments", help="output folder (default: %(default)s)")
     ap.add_argument("--corpus", default=str(CORPUS), help="corpus file (default: bench/corpus/environments.txt)")
@@ -320,9 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh-size", type=int, default=30, help="projects in the fresh sample (default 30)")
     ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
     ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
-    a = ap.parse_args(argv)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    return ap.parse_args(argv)
+
+
+def select(a: argparse.Namespace) -> tuple[list[Project], list[Project]]:
+    """(the corpus the report covers, the projects to consider running): the corpus file's, or one side
+    of the pool's split; narrowed by --only."""
     corpus = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
     if a.pool:
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
@@ -335,8 +349,52 @@ def main(argv: list[str] | None = None) -> int:
         projects = [p for p in projects if p.key in want or p.key.rsplit("-", 1)[0] in want]
         if not projects:
             sys.exit(f"--only {a.only}: no such project in {a.corpus}")
-    results = out / "results.jsonl"
-    done = load_results(results)
+    return corpus, projects
+
+
+class Runner:
+    """Runs projects on a thread pool, appending each one's result to results.jsonl as it finishes."""
+
+    def __init__(self, a: argparse.Namespace, out: Path, done: dict[str, Result], todo: list[Project]):
+        self.a, self.out, self.done, self.todo = a, out, done, todo
+        self.results = out / "results.jsonl"
+        self.lock, self.t0, self.finished = threading.Lock(), time.monotonic(), 0
+        self.ran_before = dict(done)
+
+    def _claim(self, p: Project) -> bool:
+        with self.lock:
+            now = load_results(self.results).get(p.key)  # another bench process on the same --out may have run it
+            if now is not None and now != self.ran_before.get(p.key):
+                print(f"  skip   {p.key} (recorded meanwhile)", flush=True)
+                return False
+            print(f"  start  {p.key}", flush=True)
+            return True
+
+    def work(self, p: Project) -> None:
+        if not self._claim(p):
+            return
+        a = self.a
+        try:
+            r = run_one(p, self.out, a.limit, a.suite_timeout, a.git_mirror)
+        except Exception as e:  # noqa: BLE001 - the bench's own failure on one project is recorded; the others go on
+            r = Result(p.key, p.source, p.commit, False, 0.0, error=f"crash: bench: {e!r}"[:300])
+            r.failure = failure_class(r.error)
+        with self.lock:
+            with open(self.results, "a") as f:
+                f.write(json.dumps(asdict(r)) + "\n")
+            self.done[p.key] = r
+            self.finished += 1
+            left = len(self.todo) - self.finished
+            eta = (time.monotonic() - self.t0) / self.finished * left
+            print(f"[{self.finished}/{len(self.todo)}] {row_line(r)}  (~{eta / 60:.0f} min left)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus, projects = select(a)
+    done = load_results(out / "results.jsonl")
     if a.report:
         report(corpus, done, out)
         return 0
@@ -346,34 +404,10 @@ def main(argv: list[str] | None = None) -> int:
         f"--jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}",
         flush=True,
     )
-    lock, t0, finished = threading.Lock(), time.monotonic(), [0]
-
-    ran_before = dict(done)
-
-    def work(p: Project) -> None:
-        with lock:
-            now = load_results(results).get(p.key)  # another bench process on the same --out may have run it
-            if now is not None and now != ran_before.get(p.key):
-                print(f"  skip   {p.key} (recorded meanwhile)", flush=True)
-                return
-            print(f"  start  {p.key}", flush=True)
-        try:
-            r = run_one(p, out, a.limit, a.suite_timeout, a.git_mirror)
-        except Exception as e:  # the bench's own failure on one project must not stop the others
-            r = Result(p.key, p.source, p.commit, False, 0.0, error=f"crash: bench: {e!r}"[:300])
-            r.failure = failure_class(r.error)
-        with lock:
-            with open(results, "a") as f:
-                f.write(json.dumps(asdict(r)) + "\n")
-            done[p.key] = r
-            finished[0] += 1
-            left = len(todo) - finished[0]
-            eta = (time.monotonic() - t0) / finished[0] * left
-            print(f"[{finished[0]}/{len(todo)}] {row_line(r)}  (~{eta / 60:.0f} min left)", flush=True)
-
+    runner = Runner(a, out, done, todo)
     try:
         with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-            list(pool.map(work, todo))
+            list(pool.map(runner.work, todo))
     except KeyboardInterrupt:
         print("interrupted; finished projects are recorded, rerun to resume", file=sys.stderr)
         return 130

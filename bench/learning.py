@@ -299,7 +299,7 @@ def table(results: dict[str, list[dict]], curves: dict[float, list[dict]], a, sh
     return "\n".join(lines)
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", nargs="+", required=True)
     ap.add_argument("--out", default="runs/bench-learning")
@@ -318,20 +318,12 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=4096)
     ap.add_argument("--eval-temperature", type=float, default=0.7)
     ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "settings.json").write_text(json.dumps(vars(a), indent=1) + "\n")
-    t0 = time.monotonic()
-    rows = [r for d in a.datasets for r in read_jsonl(Path(d))]
-    s = split(rows, a.held_out_fraction, a.seed, sources=a.datasets)
-    write_splits(rows, s, out / "splits")
-    by_id = {r["instance_id"]: r for r in rows}
-    train = [by_id[i] for i in s.train]
-    held = random.Random(a.seed).sample([by_id[i] for i in s.held_out], min(a.heldout, len(s.held_out)))
-    log(f"split: {len(s.train)} train / {len(s.held_out)} held-out instances from {len(a.datasets)} datasets")
-    demos = demonstrations(train, a, out)
-    sft_dir = sft(demos, a, out)
+    return ap.parse_args()
+
+
+def train_arms(train: list[dict], sft_dir, a: argparse.Namespace, out: Path) -> tuple[dict, dict, list[str]]:
+    """GRPO at --lr, then the lr=0 control unless the first left SFT's weights as they were: (final model
+    dir by lr, curve by lr, notes for the table)."""
     curves, finals, notes = {}, {}, []
     finals[a.lr], curves[a.lr] = grpo(train, sft_dir, a.lr, a, out)
     if weights_digest(finals[a.lr]) == weights_digest(sft_dir) and not (out / "grpo-lr0" / "final").exists():
@@ -340,6 +332,12 @@ def main() -> int:
         notes.append(f"GRPO lr={a.lr:g} left the weights bit-identical to SFT's: the lr=0 control was not run.")
     else:
         finals[0.0], curves[0.0] = grpo(train, sft_dir, 0.0, a, out)
+    return finals, curves, notes
+
+
+def evaluate_arms(held: list[dict], sft_dir, finals: dict, a: argparse.Namespace, out: Path, notes: list[str]) -> dict:
+    """Each arm's held-out episodes; an arm whose weights are bit-identical to an earlier arm's reuses
+    that arm's episodes (said in `notes`)."""
     results: dict[str, list[dict]] = {}
     first: dict[str, str] = {}  # weights digest -> the arm evaluated with them
     for arm, model_dir in (
@@ -357,6 +355,26 @@ def main() -> int:
         else:
             first[digest] = arm
             results[arm] = evaluate(arm, model_dir, held, a, out)
+    return results
+
+
+def main() -> int:
+    a = parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "settings.json").write_text(json.dumps(vars(a), indent=1) + "\n")
+    t0 = time.monotonic()
+    rows = [r for d in a.datasets for r in read_jsonl(Path(d))]
+    s = split(rows, a.held_out_fraction, a.seed, sources=a.datasets)
+    write_splits(rows, s, out / "splits")
+    by_id = {r["instance_id"]: r for r in rows}
+    train = [by_id[i] for i in s.train]
+    held = random.Random(a.seed).sample([by_id[i] for i in s.held_out], min(a.heldout, len(s.held_out)))
+    log(f"split: {len(s.train)} train / {len(s.held_out)} held-out instances from {len(a.datasets)} datasets")
+    demos = demonstrations(train, a, out)
+    sft_dir = sft(demos, a, out)
+    finals, curves, notes = train_arms(train, sft_dir, a, out)
+    results = evaluate_arms(held, sft_dir, finals, a, out, notes)
     shared = "\n".join(notes)
     text = table(results, curves, a, shared)
     (out / "table.md").write_text(text + "\n")

@@ -111,7 +111,7 @@ def rule_files(files: list[str], direct_files: set[str], base: dict[str, dict], 
     return run
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", default="pypi:jsonschema==4.21.1")
     ap.add_argument("--recipe")
@@ -119,25 +119,52 @@ def main() -> int:
     ap.add_argument("--candidates", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--exp", default="/tmp/state-skip")
-    a = ap.parse_args()
-    env, _ = build_environment(a.repo, out=Path(a.out), recipe_path=a.recipe, log=lambda m: print(m, file=sys.stderr))
-    testmap = TestMap.load(Path(env.testmap))
-    cands, _ = procedural_candidates(env, testmap, set(PROCEDURAL), a.candidates, a.seed)
-    exp = Path(a.exp)
-    exp.mkdir(parents=True, exist_ok=True)
-    shutil.copy(Path(__file__).with_name("statefp.py"), exp / "statefp.py")
-    args, tfiles = list(env.recipe.pytest_args), list(env.recipe.test_files or [])
-    passing, root = set(env.passing), Path(env.repo_dir)
-    dur = {t: o.duration for t, o in env.tests.items()}
-    suite = sum(dur.values())
+    return ap.parse_args()
 
-    b1, w1 = suite_run(env.image, exp, "base1", args, tfiles)
-    b2, w2 = suite_run(env.image, exp, "base2", args, tfiles)
+
+@dataclasses.dataclass
+class Experiment:
+    """The environment and where the runs go."""
+
+    env: object
+    testmap: TestMap
+    exp: Path
+    args: list[str]
+    tfiles: list[str]
+
+    @property
+    def dur(self) -> dict[str, float]:
+        return {t: o.duration for t, o in self.env.tests.items()}
+
+    def run(self, name: str, patch: str | None = None):
+        return suite_run(self.env.image, self.exp, name, self.args, self.tfiles, patch=patch)
+
+
+@dataclasses.dataclass
+class Tally:
+    """Test time each rule runs, and what the state rule missed."""
+
+    ran_default: float = 0.0
+    ran_rule: float = 0.0
+    ran_direct: float = 0.0
+    walks_rule: int = 0
+    decided: int = 0
+    wrong: list = dataclasses.field(default_factory=list)
+    rows: list = dataclasses.field(default_factory=list)
+
+
+def baselines(x: Experiment, repo: str) -> tuple[dict, list[str]]:
+    """Two baseline runs with fingerprints: (the first's file ends, the test files); prints how stable
+    the fingerprints were between the two processes."""
+    b1, w1 = x.run("base1")
+    b2, w2 = x.run("base2")
     e1, e2 = file_ends(b1), file_ends(b2)
     files = list(e1)
     same = [f for f in files if e2.get(f, {}).get("fp") == e1[f]["fp"]]
     walk = [r["seconds"] for r in e1.values()]
-    print(f"repository: {a.repo}  tests: {len(env.tests)}  suite test time: {suite:.2f} s  test files: {len(files)}")
+    print(
+        f"repository: {repo}  tests: {len(x.env.tests)}  suite test time: {sum(x.dur.values()):.2f} s  test files: {len(files)}"
+    )
     print(
         f"baseline runs (wall, with fingerprints): {w1:.1f} s, {w2:.1f} s; fingerprint per file end: "
         f"mean {1000 * sum(walk) / max(len(walk), 1):.0f} ms, max {1000 * max(walk, default=0):.0f} ms, "
@@ -153,56 +180,76 @@ def main() -> int:
     )
     if unstable:
         print("  modules whose state differed between the two baseline runs:", dict(unstable.most_common(8)))
+    return e1, files
 
-    unordered = dataclasses.replace(testmap, order=[])
+
+def try_candidate(x: Experiment, i: int, c, e1: dict, files: list[str], tally: Tally) -> None:
+    """Run candidate `c` whole (with fingerprints) and count what each rule would have run."""
+    passing, root, dur = set(x.env.passing), Path(x.env.repo_dir), x.dur
+    suite = sum(dur.values())
+    sel = selection_for(c.changed, x.testmap, passing, root=root, diff=c.patch)
+    direct = selection_for(c.changed, dataclasses.replace(x.testmap, order=[]), passing, root=root, diff=c.patch)
+    if sel is None or direct is None:
+        tally.ran_default += suite
+        tally.ran_rule += suite
+        tally.ran_direct += suite
+        return
+    if not direct:
+        return
+    tally.decided += 1
     file_of = {t: t.split("::")[0] for t in dur}
-    ran_default = ran_rule = ran_direct = 0.0
-    walks_rule, decided, wrong, rows = 0, 0, [], []
-    for i, c in enumerate(cands, 1):
-        print(f"\rcandidates: {i}/{len(cands)}", end="", file=sys.stderr, flush=True)
-        sel = selection_for(c.changed, testmap, passing, root=root, diff=c.patch)
-        direct = selection_for(c.changed, unordered, passing, root=root, diff=c.patch)
-        if sel is None or direct is None:
-            ran_default += suite
-            ran_rule += suite
-            ran_direct += suite
-            continue
-        if not direct:
-            continue
-        decided += 1
-        recs, _ = suite_run(env.image, exp, f"c{i}", args, tfiles, patch=c.patch)
-        out, ends = outcomes(recs), file_ends(recs)
-        run = rule_files(files, {file_of.get(t, "") for t in direct}, e1, ends)
-        ran_tests = {t for t in dur if file_of[t] in run}
-        f2p = sorted(t for t in passing if out.get(t, "failed") != "passed")
-        missed = [t for t in f2p if t not in ran_tests]
-        if missed:
-            wrong.append((c.id, missed[:3]))
-        ran_default += sum(dur.get(t, 0.0) for t in sel)
-        ran_rule += sum(dur[t] for t in ran_tests)
-        ran_direct += sum(dur.get(t, 0.0) for t in direct)
-        walks_rule += len(run)
-        rows.append(
-            (c.id, len(f2p), len(run), len([f for f in run if ends.get(f, {}).get("fp") != e1.get(f, {}).get("fp")]))
-        )
-    print(file=sys.stderr)
-    n = len(cands)
-    print(f"candidates: {n}, decided by coverage: {decided}")
-    for cid, nf, nr, nd in rows:
+    recs, _ = x.run(f"c{i}", c.patch)
+    out, ends = outcomes(recs), file_ends(recs)
+    run = rule_files(files, {file_of.get(t, "") for t in direct}, e1, ends)
+    ran_tests = {t for t in dur if file_of[t] in run}
+    f2p = sorted(t for t in passing if out.get(t, "failed") != "passed")
+    missed = [t for t in f2p if t not in ran_tests]
+    if missed:
+        tally.wrong.append((c.id, missed[:3]))
+    tally.ran_default += sum(dur.get(t, 0.0) for t in sel)
+    tally.ran_rule += sum(dur[t] for t in ran_tests)
+    tally.ran_direct += sum(dur.get(t, 0.0) for t in direct)
+    tally.walks_rule += len(run)
+    tally.rows.append(
+        (c.id, len(f2p), len(run), len([f for f in run if ends.get(f, {}).get("fp") != e1.get(f, {}).get("fp")]))
+    )
+
+
+def summary(t: Tally, n: int, suite: float) -> None:
+    print(f"candidates: {n}, decided by coverage: {t.decided}")
+    for cid, nf, nr, nd in t.rows:
         print(f"  {cid}: {nf} tests fail in the full run; the rule runs {nr} files, {nd} of them end in another state")
     print("share of the suite's test time each rule must run per candidate (whole suite where coverage cannot decide):")
     for name, v in (
-        ("default (every later test)", ran_default),
-        ("state check at file ends", ran_rule),
-        ("direct (unsound)", ran_direct),
+        ("default (every later test)", t.ran_default),
+        ("state check at file ends", t.ran_rule),
+        ("direct (unsound)", t.ran_direct),
     ):
         share = v / max(suite * n, 1e-9)
         print(f"  {name:<28}{100 * share:5.1f}%  (at most {1 / max(share, 1e-9):.1f}x cheaper by test time)")
-    print(f"fingerprints the rule takes: {walks_rule} ({walks_rule / max(decided, 1):.1f} per decided candidate)")
+    print(f"fingerprints the rule takes: {t.walks_rule} ({t.walks_rule / max(t.decided, 1):.1f} per decided candidate)")
     print(
-        f"tests the rule would skip that changed outcome in the full run: {len(wrong)} candidates"
-        + ("".join(f"\n  {cid}: {ts}" for cid, ts in wrong))
+        f"tests the rule would skip that changed outcome in the full run: {len(t.wrong)} candidates"
+        + ("".join(f"\n  {cid}: {ts}" for cid, ts in t.wrong))
     )
+
+
+def main() -> int:
+    a = parse_args()
+    env, _ = build_environment(a.repo, out=Path(a.out), recipe_path=a.recipe, log=lambda m: print(m, file=sys.stderr))
+    testmap = TestMap.load(Path(env.testmap))
+    cands, _ = procedural_candidates(env, testmap, set(PROCEDURAL), a.candidates, a.seed)
+    exp = Path(a.exp)
+    exp.mkdir(parents=True, exist_ok=True)
+    shutil.copy(Path(__file__).with_name("statefp.py"), exp / "statefp.py")
+    x = Experiment(env, testmap, exp, list(env.recipe.pytest_args), list(env.recipe.test_files or []))
+    e1, files = baselines(x, a.repo)
+    tally = Tally()
+    for i, c in enumerate(cands, 1):
+        print(f"\rcandidates: {i}/{len(cands)}", end="", file=sys.stderr, flush=True)
+        try_candidate(x, i, c, e1, files, tally)
+    print(file=sys.stderr)
+    summary(tally, len(cands), sum(x.dur.values()))
     return 0
 
 

@@ -64,6 +64,15 @@ SKIP_ATTRS = {
 ATOMS = (type(None), bool, int, float, complex, str, bytes)
 OPAQUE = (types.CodeType, types.FrameType, types.TracebackType, types.GeneratorType, types.CoroutineType)
 THREADS = threading._active
+OPAQUE_NAMES = (
+    "cell",
+    "method-wrapper",
+    "wrapper_descriptor",
+    "method_descriptor",
+    "getset_descriptor",
+    "member_descriptor",
+    "classmethod_descriptor",
+)
 ORDERED_C = {"builtins", "collections", "_collections", "functools", "itertools", "array", "_io", "io"}
 
 
@@ -98,101 +107,119 @@ class Walker:
         self.path = path  # the name of what is being walked: a class or function of that name is walked
 
     def visit(self, o, depth=0):
-        out = self.out
         t = type(o)
         if t in ATOMS:
-            out.append("%s:%r" % (t.__name__, o))
+            self.out.append("%s:%r" % (t.__name__, o))
             return
-        i = id(o)
-        n = self.memo.get(i)
-        if n is not None:
-            out.append("@%d" % n)
+        if self._seen(o):
             return
-        self.memo[i] = len(self.memo)
-        self.keep.append(o)
         if depth > 400:
-            out.append("deep")
+            self.out.append("deep")
             return
         d = depth + 1
+        for shape in (self._builtin_shape, self._named, self._callable, self._opaque):
+            if shape(o, t, d):
+                return
+        self._instance(o, t, d)
+
+    def _seen(self, o):
+        """Whether `o` was walked already (then its ordinal is written); else it is numbered now."""
+        n = self.memo.get(id(o))
+        if n is not None:
+            self.out.append("@%d" % n)
+            return True
+        self.memo[id(o)] = len(self.memo)
+        self.keep.append(o)
+        return False
+
+    def _builtin_shape(self, o, t, d):
+        """Modules, skipped modules' objects, and the built-in containers."""
         if isinstance(o, types.ModuleType):
-            out.append("M:" + o.__name__)
-            return
-        mod = _module_of(t)
-        if _skipped_module(mod):
-            out.append("X:" + t.__name__)
-            return
-        if t is tuple or t is list:
-            out.append("%s%d[" % (t.__name__, len(o)))
+            self.out.append("M:" + o.__name__)
+        elif _skipped_module(_module_of(t)):
+            self.out.append("X:" + t.__name__)
+        elif t is tuple or t is list:
+            self.out.append("%s%d[" % (t.__name__, len(o)))
             for x in o:
                 self.visit(x, d)
-            out.append("]")
-            return
-        if o is THREADS:
+            self.out.append("]")
+        elif o is THREADS:
             self.visit(sorted(th.name for th in o.values()), d)  # (keyed by thread idents: addresses)
-            return
-        if t is dict:
+        elif t is dict:
             self._dict(o, d)
-            return
-        if t is set or t is frozenset:
+        elif t is set or t is frozenset:
             self._set(o, d)
-            return
+        else:
+            return False
+        return True
+
+    def _named(self, o, t, d):
+        """Classes and functions another name owns (as that name), classes, threads."""
         if isinstance(o, type) or t is types.FunctionType:
             owned = _owned_path(o)
             if owned is not None and owned != self.path:
-                out.append("G:" + owned)
-                return
+                self.out.append("G:" + owned)
+                return True
         if isinstance(o, type):
-            out.append("T:%s.%s" % (_module_of(o) or "?", getattr(o, "__qualname__", "?")))
-            if _module_of(o) != "builtins" and not _skipped_module(_module_of(o)):
-                outer = self.path
-                self.out.append("{")
-                for k, v in list(o.__dict__.items()):
-                    self.path = outer + "." + str(k)
-                    self.visit(k, d)
-                    self.visit(v, d)
-                self.path = outer
-                self.out.append("}")
-            return
+            self._type(o, d)
+            return True
         if isinstance(o, threading.Thread):  # (its idents are addresses and kernel ids)
-            out.append("Thread:%s:%s:%s" % (o.name, o.daemon, o.is_alive()))
+            self.out.append("Thread:%s:%s:%s" % (o.name, o.daemon, o.is_alive()))
+            return True
+        return False
+
+    def _type(self, o, d):
+        self.out.append("T:%s.%s" % (_module_of(o) or "?", getattr(o, "__qualname__", "?")))
+        if _module_of(o) == "builtins" or _skipped_module(_module_of(o)):
             return
+        outer = self.path
+        self.out.append("{")
+        for k, v in list(o.__dict__.items()):
+            self.path = outer + "." + str(k)
+            self.visit(k, d)
+            self.visit(v, d)
+        self.path = outer
+        self.out.append("}")
+
+    def _callable(self, o, t, d):
+        """Functions (by their defaults, closures and __dict__), bound methods, builtins, weak references."""
         if t is types.FunctionType:
-            out.append("F:%s.%s" % (o.__module__, o.__qualname__))  # (not its code: the change itself)
+            self.out.append("F:%s.%s" % (o.__module__, o.__qualname__))  # (not its code: the change itself)
             self.visit(o.__defaults__, d)
             self.visit(o.__kwdefaults__, d)
             self.visit([cell.cell_contents if _full(cell) else "<empty>" for cell in (o.__closure__ or ())], d)
             self.visit(getattr(o, "__dict__", None), d)
-            return
-        if t is types.MethodType:
-            out.append("BM")
+        elif t is types.MethodType:
+            self.out.append("BM")
             self.visit(o.__self__, d)
             self.visit(o.__func__, d)
-            return
-        if t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
-            out.append("B:" + getattr(o, "__qualname__", o.__name__))
+        elif t is types.BuiltinFunctionType or t is types.BuiltinMethodType:
+            self.out.append("B:" + getattr(o, "__qualname__", o.__name__))
             s = getattr(o, "__self__", None)
             if s is not None and not isinstance(s, types.ModuleType):
                 self.visit(s, d)
-            return
-        if isinstance(o, weakref.ref):
-            out.append("W")
+        elif isinstance(o, weakref.ref):
+            self.out.append("W")
             self.visit(o(), d)
-            return
-        if isinstance(o, OPAQUE) or t.__name__ in (
-            "cell",
-            "method-wrapper",
-            "wrapper_descriptor",
-            "method_descriptor",
-            "getset_descriptor",
-            "member_descriptor",
-            "classmethod_descriptor",
-        ):
-            out.append("O:" + t.__name__)
-            return
-        if isinstance(o, re.Pattern):
-            out.append("P:%r:%d" % (o.pattern, o.flags))
-            return
-        out.append("I:%s.%s" % (mod, t.__qualname__))
+        else:
+            return False
+        return True
+
+    def _opaque(self, o, t, d):
+        """Objects written by their type alone (code, frames, descriptors...), and compiled patterns."""
+        if isinstance(o, OPAQUE) or t.__name__ in OPAQUE_NAMES:
+            self.out.append("O:" + t.__name__)
+        elif isinstance(o, re.Pattern):
+            self.out.append("P:%r:%d" % (o.pattern, o.flags))
+        else:
+            return False
+        return True
+
+    def _instance(self, o, t, d):
+        """Any other object: its container contents, random's state, __dict__, slots, or (a C object)
+        what the collector sees it hold."""
+        mod = _module_of(t)
+        self.out.append("I:%s.%s" % (mod, t.__qualname__))
         if isinstance(o, dict):
             self._dict(o, d)
         elif isinstance(o, (list, tuple)):
@@ -210,15 +237,18 @@ class Walker:
         for slot in slots:
             self.visit(getattr(o, slot, "<unset>"), d)
         if od is None and not slots and not isinstance(o, (dict, list, tuple, set, frozenset)):
-            # a C object: what the collector can see it holds (an lru_cache's dict, a deque's items)
-            try:
-                refs = [r for r in gc.get_referents(o) if not isinstance(r, type)]
-            except Exception:
-                refs = []
-            if t.__name__ == "_abc_data" or mod.split(".")[0] not in ORDERED_C:  # (a set's order: addresses)
-                self._set(refs, d)
-            else:
-                self.visit(refs, d)
+            self._c_object(o, t, mod, d)
+
+    def _c_object(self, o, t, mod, d):
+        """A C object: what the collector can see it holds (an lru_cache's dict, a deque's items)."""
+        try:
+            refs = [r for r in gc.get_referents(o) if not isinstance(r, type)]
+        except (TypeError, ReferenceError):  # an object the collector cannot look into
+            refs = []
+        if t.__name__ == "_abc_data" or mod.split(".")[0] not in ORDERED_C:  # (a set's order: addresses)
+            self._set(refs, d)
+        else:
+            self.visit(refs, d)
 
     def _dict(self, o, d):
         self.out.append("{%d" % len(o))
@@ -314,7 +344,7 @@ def pytest_runtest_protocol(item, nextitem):
         t0 = time.perf_counter()
         try:
             total, per_module, n = fingerprint(_fixture_values())
-        except Exception as e:  # the walk could not finish: never equal to anything
+        except Exception as e:  # noqa: BLE001 - the walk runs objects' own code; a failed walk is recorded, never equal to anything
             total, per_module, n = "error:%s:%s" % (type(e).__name__, e), {}, 0
         _write(
             {
