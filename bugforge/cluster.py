@@ -11,6 +11,7 @@ already yielded is dropped, so nothing is lost or duplicated."""
 from __future__ import annotations
 
 import collections
+import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 from bugforge.errors import BugforgeError
 
 RESOURCE = "docker"
+log = logging.getLogger("bugforge.cluster")
 
 
 @dataclass
@@ -64,7 +66,7 @@ class _Host:
             if image:
                 require_image(image, refs)
             self.worker = make()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - kept and raised at the first call (an actor whose __init__ raises is restarted forever)
             self.error = e
 
     def call(self, fn: Callable[[Any, Any], Any], item: Any) -> Any:
@@ -125,57 +127,79 @@ def fan_out(
     first (a pushed dataset: docs/scale.md)."""
     cfg = config or ClusterConfig(address=address)
     ray = connect(address)
-    from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
-
-    from bugforge.images.registry import local_refs
-
     pending = collections.deque(items)
     if not pending:
         return
-    Actor = ray.remote(_Host).options(
-        num_cpus=0, resources={cfg.resource: 1}, max_restarts=-1, max_task_retries=0, scheduling_strategy="SPREAD"
-    )
-    fn = ray.put(call)
-    refs = local_refs(image) if image else []  # where the nodes can pull it from (a push recorded them)
-    actors = [Actor.remote(make, image, refs) for _ in range(max(1, min(workers, len(pending))))]
-    running: dict[Any, tuple[Any, str, Any]] = {}  # object ref -> (actor, key, item)
-    tries: collections.Counter = collections.Counter()
-    seen: set[str] = set()
+    job = _FanOut(ray, cfg, make, call, pending, workers, image)
+    try:
+        yield from job.results()
+    finally:
+        job.close()
 
-    def submit(actor) -> None:
-        while pending:
-            key, item = pending.popleft()
-            if key not in seen:
-                running[actor.call.remote(fn, item)] = (actor, key, item)
-                tries[key] += 1
+
+_RETRY = object()  # a call whose actor died: run again
+
+
+class _FanOut:
+    """One fan_out: its actors, the calls running on them, and how often each key was tried."""
+
+    def __init__(self, ray, cfg: ClusterConfig, make, call, pending: collections.deque, workers: int, image):
+        from bugforge.images.registry import local_refs
+
+        self.ray, self.cfg, self.pending = ray, cfg, pending
+        Actor = ray.remote(_Host).options(
+            num_cpus=0, resources={cfg.resource: 1}, max_restarts=-1, max_task_retries=0, scheduling_strategy="SPREAD"
+        )
+        self.fn = ray.put(call)
+        refs = local_refs(image) if image else []  # where the nodes can pull it from (a push recorded them)
+        self.actors = [Actor.remote(make, image, refs) for _ in range(max(1, min(workers, len(pending))))]
+        self.running: dict[Any, tuple[Any, str, Any]] = {}  # object ref -> (actor, key, item)
+        self.tries: collections.Counter = collections.Counter()
+        self.seen: set[str] = set()
+
+    def submit(self, actor) -> None:
+        while self.pending:
+            key, item = self.pending.popleft()
+            if key not in self.seen:
+                self.running[actor.call.remote(self.fn, item)] = (actor, key, item)
+                self.tries[key] += 1
                 return
 
-    try:
-        for a in actors:
-            submit(a)
-        while running:
-            ready, _ = ray.wait(list(running), num_returns=1)
-            actor, key, item = running.pop(ready[0])
-            try:
-                result = ray.get(ready[0])
-            except RayTaskError as e:  # the call raised: the worker's fault, not the node's
-                if isinstance(e.cause, BugforgeError):
-                    raise e.cause from None
-                raise
-            except (RayActorError, WorkerCrashedError):  # the actor (or its node) died: run it again
-                if tries[key] >= cfg.attempts:
-                    raise BugforgeError(f"{key}: its worker died {tries[key]} times", "see `ray status`") from None
-                pending.appendleft((key, item))
-                submit(actor)  # Ray restarts the actor (on another node if its own is gone)
-                continue
-            if key not in seen:
-                seen.add(key)
+    def results(self) -> Iterator[tuple[str, Any]]:
+        for a in self.actors:
+            self.submit(a)
+        while self.running:
+            ready, _ = self.ray.wait(list(self.running), num_returns=1)
+            actor, key, item = self.running.pop(ready[0])
+            result = self._get(ready[0], key, item)
+            if result is not _RETRY and key not in self.seen:
+                self.seen.add(key)
                 yield key, result
-            submit(actor)
-    finally:
-        for a in actors:
+            self.submit(actor)  # (a dead actor: Ray restarts it, on another node if its own is gone)
+
+    def _get(self, ref, key: str, item: Any) -> Any:
+        """The call's result; _RETRY (the item queued again) when its actor or node died under it."""
+        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+        try:
+            return self.ray.get(ref)
+        except RayTaskError as e:  # the call raised: the worker's fault, not the node's
+            if isinstance(e.cause, BugforgeError):
+                raise e.cause from None
+            raise
+        except (RayActorError, WorkerCrashedError):  # the actor (or its node) died: run it again
+            if self.tries[key] >= self.cfg.attempts:
+                raise BugforgeError(f"{key}: its worker died {self.tries[key]} times", "see `ray status`") from None
+            self.pending.appendleft((key, item))
+            return _RETRY
+
+    def close(self) -> None:
+        """Close each actor's worker (a failure is logged: it must not mask the job's own result), then kill it."""
+        from ray.exceptions import RayError
+
+        for a in self.actors:
             try:
-                ray.get(a.close.remote(), timeout=60)
-            except Exception:
-                pass
-            ray.kill(a)
+                self.ray.get(a.close.remote(), timeout=60)
+            except (RayError, TimeoutError) as e:
+                log.warning("fan_out: closing a worker failed: %s", str(e).splitlines()[0][:200] if str(e) else e)
+            self.ray.kill(a)

@@ -35,38 +35,66 @@ def changed_lines(old: str, new: str) -> set[int]:
 def new_text(old: str, diff: str, path: str) -> str | None:
     """`path` as `diff` leaves it, given its content `old` before (a git diff made against exactly that
     content); None when the diff does not edit `path` line by line or does not fit `old`."""
-    lines, out, at, hunks = old.splitlines(keepends=True), [], 0, 0
-    inside, left, right, added = False, 0, 0, False
-    for line in diff.splitlines(keepends=True):
+    r = _Rewrite(old.splitlines(keepends=True), path)
+    try:
+        for line in diff.splitlines(keepends=True):
+            r.feed(line)
+    except _Misfit:
+        return None
+    return "".join(r.out + r.lines[r.at :]) if r.hunks else None
+
+
+class _Misfit(Exception):
+    """The diff does not fit the text it is applied to."""
+
+
+def _spans(line: str) -> tuple[list[str], list[str]]:
+    """The old and new (start[, count]) of a `@@ -a,b +c,d @@` line."""
+    spans = line.split("@@")[1].split()
+    return spans[0].lstrip("-").split(","), spans[1].lstrip("+").split(",")
+
+
+class _Rewrite:
+    """new_text's walk over a diff: the lines of `path` written so far (`out`), the old line reached (`at`)."""
+
+    def __init__(self, lines: list[str], path: str):
+        self.lines, self.path, self.out, self.at, self.hunks = lines, path, [], 0, 0
+        self.inside, self.left, self.right, self.added = False, 0, 0, False
+
+    def feed(self, line: str) -> None:
         if line.startswith("\\"):  # no newline at the end of the side the line before belongs to
-            if inside and added:
-                out[-1] = out[-1].rstrip("\r\n")
-        elif left > 0 or right > 0:  # inside a hunk: content, whatever it starts with
-            tag, text = line[:1], line[1:]
-            if inside and tag in (" ", "-"):
-                if at >= len(lines) or lines[at].rstrip("\r\n") != text.rstrip("\r\n"):
-                    return None
-                out += [lines[at]] if tag == " " else []
-                at += 1
-            elif inside and tag == "+":
-                out.append(text)
-            added = tag == "+"
-            left, right = left - (tag in " -"), right - (tag in " +")
+            if self.inside and self.added:
+                self.out[-1] = self.out[-1].rstrip("\r\n")
+        elif self.left > 0 or self.right > 0:  # inside a hunk: content, whatever it starts with
+            self.content(line[:1], line[1:])
         elif line.startswith("diff --git "):
-            inside = False
+            self.inside = False
         elif line.startswith("+++ "):
-            inside = _side_name(line.rstrip("\n")) == path
+            self.inside = _side_name(line.rstrip("\n")) == self.path
         elif line.startswith("@@"):
-            spans = line.split("@@")[1].split()
-            o, n = spans[0].lstrip("-").split(","), spans[1].lstrip("+").split(",")
-            left, right = int(o[1]) if len(o) > 1 else 1, int(n[1]) if len(n) > 1 else 1
-            if inside:
-                start = int(o[0]) - (left > 0)  # (a hunk that only adds names the line it follows)
-                if start < at:
-                    return None
-                out += lines[at:start]
-                at, hunks = start, hunks + 1
-    return "".join(out + lines[at:]) if hunks else None
+            self.hunk(line)
+
+    def content(self, tag: str, text: str) -> None:
+        if self.inside and tag in (" ", "-"):
+            at = self.at
+            if at >= len(self.lines) or self.lines[at].rstrip("\r\n") != text.rstrip("\r\n"):
+                raise _Misfit
+            self.out += [self.lines[at]] if tag == " " else []
+            self.at += 1
+        elif self.inside and tag == "+":
+            self.out.append(text)
+        self.added = tag == "+"
+        self.left, self.right = self.left - (tag in " -"), self.right - (tag in " +")
+
+    def hunk(self, line: str) -> None:
+        o, n = _spans(line)
+        self.left, self.right = int(o[1]) if len(o) > 1 else 1, int(n[1]) if len(n) > 1 else 1
+        if self.inside:
+            start = int(o[0]) - (self.left > 0)  # (a hunk that only adds names the line it follows)
+            if start < self.at:
+                raise _Misfit
+            self.out += self.lines[self.at : start]
+            self.at, self.hunks = start, self.hunks + 1
 
 
 def patch_id(patch: str) -> str:
@@ -100,65 +128,89 @@ def changes_of_diff(diff: str) -> tuple[dict[str, set[int]], dict[str, str]]:
     """What a git diff changes: ({file: old-side lines} for files it edits, as `changed_lines` counts
     them; {file: "added" | "deleted" | "other"} for files it adds, deletes, or renames, copies, changes
     the mode of, changes as binary or as a link (both names of a rename are "other")."""
-    lines: dict[str, set[int]] = {}
-    whole: dict[str, str] = {}
-    name, kind, old, left, right, prev_minus = "", None, 0, 0, 0, False
+    c = _Changes()
     for line in diff.splitlines():
-        if left > 0 or right > 0:  # inside a hunk: content, whatever it starts with
-            tag = line[:1]
-            counted = lines.get(name) if kind is None else None  # (whole-file changes count no lines)
-            if tag == "\\":
-                continue
-            if tag == "-":
-                if counted is not None:
-                    counted.add(old)
-                old, left, prev_minus = old + 1, left - 1, True
-            elif tag == "+":
-                if counted is not None and not prev_minus:
-                    counted.update(n for n in (old - 1, old) if n >= 1)
-                right -= 1
-            else:
-                old, left, right, prev_minus = old + 1, left - 1, right - 1, False
+        c.feed(line)
+    for path in c.whole:
+        c.lines.pop(path, None)
+    return c.lines, c.whole
+
+
+_WHOLE_FILE = (
+    "rename from",
+    "rename to",
+    "copy from",
+    "copy to",
+    "old mode",
+    "new mode",
+    "Binary files",
+    "GIT binary patch",
+)
+
+
+class _Changes:
+    """changes_of_diff's walk: the file being read (`name`; `kind` when the whole file changes), the
+    old line reached and the lines left in the current hunk."""
+
+    def __init__(self):
+        self.lines: dict[str, set[int]] = {}
+        self.whole: dict[str, str] = {}
+        self.name, self.kind, self.old, self.left, self.right, self.prev_minus = "", None, 0, 0, 0, False
+
+    def feed(self, line: str) -> None:
+        if self.left > 0 or self.right > 0:  # inside a hunk: content, whatever it starts with
+            self.content(line[:1])
         elif line.startswith("diff --git "):
-            name, kind = _header_name(line[len("diff --git ") :]), None
-        elif line.startswith("new file mode"):
-            kind = whole[name] = "other" if line.endswith("120000") else "added"  # (an empty file has no ---/+++)
-        elif line.startswith("deleted file mode"):
-            kind = whole[name] = "other" if line.endswith("120000") else "deleted"
-        elif line.startswith(
-            (
-                "rename from",
-                "rename to",
-                "copy from",
-                "copy to",
-                "old mode",
-                "new mode",
-                "Binary files",
-                "GIT binary patch",
-            )
-        ) or (line.startswith("index ") and line.endswith(" 120000")):
-            kind = whole[name] = "other"
-            if line.startswith(("rename ", "copy ")):
-                whole[line.split(" ", 2)[2]] = "other"
-        elif line.startswith("--- "):
-            side = _side_name(line)
-            name = side or name
-        elif line.startswith("+++ "):
-            side = _side_name(line)
-            if side is not None and kind is None:
-                name = side
-                lines.setdefault(name, set())
-            elif side is not None:
-                name = side
-                whole[name] = kind
+            self.name, self.kind = _header_name(line[len("diff --git ") :]), None
+        elif line.startswith(("--- ", "+++ ")):
+            self.side(line)
         elif line.startswith("@@"):
-            spans = line.split("@@")[1].split()
-            o = spans[0].lstrip("-").split(",")
-            n = spans[1].lstrip("+").split(",")
-            old, left = int(o[0]), int(o[1]) if len(o) > 1 else 1
-            right, prev_minus = int(n[1]) if len(n) > 1 else 1, False
-            if kind is None and name not in lines:  # a hunk without its file's headers
-                kind = whole[name] = "other"
-    for path in whole:
-        lines.pop(path, None)
-    return lines, whole
+            self.hunk(line)
+        else:
+            self.extended_header(line)
+
+    def content(self, tag: str) -> None:
+        counted = self.lines.get(self.name) if self.kind is None else None  # (whole-file changes count no lines)
+        if tag == "\\":
+            return
+        if tag == "-":
+            if counted is not None:
+                counted.add(self.old)
+            self.old, self.left, self.prev_minus = self.old + 1, self.left - 1, True
+        elif tag == "+":
+            if counted is not None and not self.prev_minus:
+                counted.update(n for n in (self.old - 1, self.old) if n >= 1)
+            self.right -= 1
+        else:
+            self.old, self.left, self.right, self.prev_minus = self.old + 1, self.left - 1, self.right - 1, False
+
+    def extended_header(self, line: str) -> None:
+        """git's lines between `diff --git` and `---`: new/deleted files, renames, modes, binaries, links."""
+        if line.startswith("new file mode"):
+            self.kind = self.whole[self.name] = (
+                "other" if line.endswith("120000") else "added"
+            )  # (an empty file has no ---/+++)
+        elif line.startswith("deleted file mode"):
+            self.kind = self.whole[self.name] = "other" if line.endswith("120000") else "deleted"
+        elif line.startswith(_WHOLE_FILE) or (line.startswith("index ") and line.endswith(" 120000")):
+            self.kind = self.whole[self.name] = "other"
+            if line.startswith(("rename ", "copy ")):
+                self.whole[line.split(" ", 2)[2]] = "other"
+
+    def side(self, line: str) -> None:
+        side = _side_name(line)
+        if line.startswith("--- ") or side is None:
+            self.name = side or self.name
+        elif self.kind is None:
+            self.name = side
+            self.lines.setdefault(side, set())
+        else:
+            self.name = side
+            self.whole[side] = self.kind
+
+    def hunk(self, line: str) -> None:
+        o, n = _spans(line)
+        self.old, self.left = int(o[0]), int(o[1]) if len(o) > 1 else 1
+        self.right, self.prev_minus = int(n[1]) if len(n) > 1 else 1, False
+        if self.kind is None and self.name not in self.lines:  # a hunk without its file's headers
+            self.kind = self.whole[self.name] = "other"
