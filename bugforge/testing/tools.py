@@ -152,18 +152,29 @@ def parse_report(data: bytes, run: TestRun) -> None:
         if ev == "start":
             started = r["nodeid"]
         elif ev == "test":
-            run.outcomes[r["nodeid"]] = r["outcome"]
-            run.durations[r["nodeid"]] = r["duration"]
-            if r.get("message"):
-                run.messages[r["nodeid"]] = r["message"]
+            _test_record(r, run)
             started = None
-        elif ev == "collect_error":
-            run.collect_errors[r["nodeid"]] = r.get("message", "")
-        elif ev == "tamper":  # the probe's integrity checks (bugforge/incontainer/integrity.py)
-            run.tamper.append(r.get("reason", ""))
-        elif ev == "finish":
-            run.finished = True
-        elif ev == "timeout":  # a test ran past its limit, or the tests past the run's budget (report.py)
-            run.timed_out, run.limit, run.budget = True, r.get("limit"), r.get("budget")
+        else:
+            _run_record(ev, r, run)
     if run.timed_out:
         run.running = started
+
+
+def _test_record(r: dict, run: TestRun) -> None:
+    """One test's outcome, duration and message."""
+    run.outcomes[r["nodeid"]] = r["outcome"]
+    run.durations[r["nodeid"]] = r["duration"]
+    if r.get("message"):
+        run.messages[r["nodeid"]] = r["message"]
+
+
+def _run_record(ev: str | None, r: dict, run: TestRun) -> None:
+    """A record about the whole run: a collection error, tampering, the finish, a timeout."""
+    if ev == "collect_error":
+        run.collect_errors[r["nodeid"]] = r.get("message", "")
+    elif ev == "tamper":  # the probe's integrity checks (bugforge/incontainer/integrity.py)
+        run.tamper.append(r.get("reason", ""))
+    elif ev == "finish":
+        run.finished = True
+    elif ev == "timeout":  # a test ran past its limit, or the tests past the run's budget (report.py)
+        run.timed_out, run.limit, run.budget = True, r.get("limit"), r.get("budget")
