@@ -58,6 +58,9 @@ def shell_commands(text: str) -> list[list[str]]:
     return out
 
 
+UV_TAKES = ("--extra", "--group", "--with", "--python", "-p", "--package", "--only-group")
+
+
 def normalise(argv: list[str]) -> tuple[list[str], list[str]]:
     """(command without wrappers, flags of a `uv run` wrapper)."""
     uv: list[str] = []
@@ -65,29 +68,36 @@ def normalise(argv: list[str]) -> tuple[list[str], list[str]]:
     while a:
         while a and ("=" in a[0] and not a[0].startswith("-") and a[0].split("=")[0].isidentifier()):
             a = a[1:]  # VAR=value prefix
-        if a and a[0] in WRAPPERS:
-            a = a[1:]
-        elif len(a) > 1 and (a[0], a[1]) in RUNNERS:
-            a = a[2:]
-        elif len(a) > 1 and a[0] == "uv" and a[1] == "run":
-            a = a[2:]
-            while a and a[0].startswith("-"):
-                takes = a[0] in ("--extra", "--group", "--with", "--python", "-p", "--package", "--only-group")
-                uv += a[: 2 if takes else 1]
-                a = a[2 if takes else 1 :]
-        elif len(a) > 1 and a[0] == "hatch" and a[1] == "run":
-            a = a[2:]
-            if a and ":" in a[0] and not a[0].startswith("-"):
-                a = [a[0].split(":", 1)[1]] + a[1:]
-        elif a and Path(a[0]).name.startswith("python") and "-m" in a[:3]:
-            a = a[a.index("-m") + 1 :]
-        elif a and a[0] == "-m":  # `$(PYTHON) -m pytest` with the make variable dropped
-            a = a[1:]
-        elif a and a[0] == "coverage" and len(a) > 1 and a[1] == "run" and "-m" in a:
-            a = a[a.index("-m") + 1 :]
-        else:
+        rest = _unwrap(a, uv)
+        if rest is None:
             break
+        a = rest
     return a, uv
+
+
+def _unwrap(a: list[str], uv: list[str]) -> list[str] | None:
+    """`a` without its first wrapper (a `uv run`'s flags added to `uv`); None when it starts with none."""
+    if a and a[0] in WRAPPERS:
+        return a[1:]
+    if len(a) > 1 and (a[0], a[1]) in RUNNERS:
+        return a[2:]
+    if len(a) > 1 and a[0] == "uv" and a[1] == "run":
+        a = a[2:]
+        while a and a[0].startswith("-"):
+            n = 2 if a[0] in UV_TAKES else 1
+            uv += a[:n]
+            a = a[n:]
+        return a
+    if len(a) > 1 and a[0] == "hatch" and a[1] == "run":
+        a = a[2:]
+        return [a[0].split(":", 1)[1]] + a[1:] if a and ":" in a[0] and not a[0].startswith("-") else a
+    if a and Path(a[0]).name.startswith("python") and "-m" in a[:3]:
+        return a[a.index("-m") + 1 :]
+    if a and a[0] == "-m":  # `$(PYTHON) -m pytest` with the make variable dropped
+        return a[1:]
+    if a and a[0] == "coverage" and len(a) > 1 and a[1] == "run" and "-m" in a:
+        return a[a.index("-m") + 1 :]
+    return None
 
 
 def workflow_commands(repo: Path) -> list[tuple[str, list[Command]]]:
@@ -181,6 +191,17 @@ def nox_sessions(repo: Path) -> list[tuple[str, list[Command]]]:
         tree = ast.parse(_read(repo / "noxfile.py"))
     except SyntaxError:
         return []
+    consts = _string_lists(tree)
+    out = []
+    for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef) and any(_is_session(d) for d in fn.decorator_list):
+            name = _session_name(fn)
+            out.append((name, _session_commands(fn, name, consts)))
+    return out
+
+
+def _string_lists(tree: ast.Module) -> dict[str, list[str]]:
+    """Module-level names bound to a list or tuple of constant strings."""
     consts: dict[str, list[str]] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)):
@@ -188,36 +209,47 @@ def nox_sessions(repo: Path) -> list[tuple[str, list[Command]]]:
             for t in node.targets:
                 if isinstance(t, ast.Name) and len(vals) == len(node.value.elts):
                     consts[t.id] = vals
-    out = []
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or not any(_is_session(d) for d in fn.decorator_list):
+    return consts
+
+
+def _session_name(fn: ast.FunctionDef) -> str:
+    """A session's name: its decorator's `name=` when given, else the function's."""
+    name = fn.name
+    for d in fn.decorator_list:
+        for kw in d.keywords if isinstance(d, ast.Call) else []:
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                name = str(kw.value.value)
+    return name
+
+
+def _session_commands(fn: ast.FunctionDef, name: str, consts: dict[str, list[str]]) -> list[Command]:
+    """The session's `session.install(...)` and `session.run(...)` calls, as commands."""
+    arg = fn.args.args[0].arg if fn.args.args else "session"
+    cmds = []
+    for call in ast.walk(fn):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
             continue
-        name = fn.name
-        for d in fn.decorator_list:
-            for kw in d.keywords if isinstance(d, ast.Call) else []:
-                if kw.arg == "name" and isinstance(kw.value, ast.Constant):
-                    name = str(kw.value.value)
-        arg = fn.args.args[0].arg if fn.args.args else "session"
-        cmds = []
-        for call in ast.walk(fn):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-                continue
-            if not (isinstance(call.func.value, ast.Name) and call.func.value.id == arg):
-                continue
-            args = []
-            for a in call.args:
-                if isinstance(a, ast.Constant) and isinstance(a.value, str):
-                    args.append(a.value)
-                elif isinstance(a, ast.Starred) and isinstance(a.value, ast.Name):
-                    args += consts.get(a.value.id, [])
-            if call.func.attr == "install":
-                cmds.append(Command(("pip", "install", *args), f"noxfile.py session {name}"))
-            elif call.func.attr in ("run", "run_always", "run_install") and args:
-                a, uv = normalise(args)
-                if a:
-                    cmds.append(Command(tuple(a), f"noxfile.py session {name}", tuple(uv)))
-        out.append((name, cmds))
-    return out
+        if not (isinstance(call.func.value, ast.Name) and call.func.value.id == arg):
+            continue
+        args = _string_args(call, consts)
+        if call.func.attr == "install":
+            cmds.append(Command(("pip", "install", *args), f"noxfile.py session {name}"))
+        elif call.func.attr in ("run", "run_always", "run_install") and args:
+            a, uv = normalise(args)
+            if a:
+                cmds.append(Command(tuple(a), f"noxfile.py session {name}", tuple(uv)))
+    return cmds
+
+
+def _string_args(call: ast.Call, consts: dict[str, list[str]]) -> list[str]:
+    """A call's constant string arguments, `*NAME` of a known list expanded; others dropped."""
+    args = []
+    for a in call.args:
+        if isinstance(a, ast.Constant) and isinstance(a.value, str):
+            args.append(a.value)
+        elif isinstance(a, ast.Starred) and isinstance(a.value, ast.Name):
+            args += consts.get(a.value.id, [])
+    return args
 
 
 def _is_session(d: ast.expr) -> bool:

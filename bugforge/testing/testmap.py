@@ -178,30 +178,13 @@ class TestMap:
         imported = self.import_lines.get(path, set())
         lines, spans, moved = set(lines), [], []
         if source is not None and new_source is not None and lines & imported:  # (a signature runs at import)
-            for change in literal_default_changes(source, new_source):
-                header = set(range(change.header[0], change.header[1] + 1))
-                if lines & header:
-                    lines -= header
-                    spans.append(change.body)
-            moves = moved_methods(source, new_source)
-            if moves:  # the diff's other lines are blank, or statements that only shifted
-                moved = [m.body for m in moves if any(m.span[0] <= n <= m.span[1] for n in lines)]
-                lines = set()
-            removed = removed_methods(source, new_source) if removals else []
-            if removed:  # the diff's other lines are blank lines or comments
-                return self._looking_up(path, removed)
-            bases = removed_bases(source, new_source) if removals else []
-            if bases:
-                return self._naming(root, path, [b.name for b in bases])
+            lines, spans, moved, decided = self._source_rules(path, lines, source, new_source, root, removals)
+            if decided is not _UNDECIDED:
+                return decided
         if (not lines and not spans and not moved) or any(n in imported for n in lines):
             return None
         for n in lines:
-            if n in covered:
-                spans.append((n, n))
-                continue
-            span = statement_span(source, n) if source is not None else None
-            if span is None and new_source is not None:
-                span = gap_body(source, new_source, n)
+            span = (n, n) if n in covered else _span_of(n, source, new_source)
             if span is None:
                 return None
             spans.append(span)
@@ -213,6 +196,29 @@ class TestMap:
                 if first <= m <= last:
                     self._tests_of(ctxs, out)
         return self._and_later(out)
+
+    def _source_rules(self, path, lines, source, new_source, root, removals):
+        """The rules that read the file before and after a change touching import-time lines:
+        (lines left, spans of changed literal defaults, bodies of moved methods, the answer when a
+        removed method or base decides it, else _UNDECIDED)."""
+        spans = []
+        for change in literal_default_changes(source, new_source):
+            header = set(range(change.header[0], change.header[1] + 1))
+            if lines & header:
+                lines -= header
+                spans.append(change.body)
+        moved = []
+        moves = moved_methods(source, new_source)
+        if moves:  # the diff's other lines are blank, or statements that only shifted
+            moved = [m.body for m in moves if any(m.span[0] <= n <= m.span[1] for n in lines)]
+            lines = set()
+        removed = removed_methods(source, new_source) if removals else []
+        if removed:  # the diff's other lines are blank lines or comments
+            return lines, spans, moved, self._looking_up(path, removed)
+        bases = removed_bases(source, new_source) if removals else []
+        if bases:
+            return lines, spans, moved, self._naming(root, path, [b.name for b in bases])
+        return lines, spans, moved, _UNDECIDED
 
     def _and_later(self, out: set[str] | None) -> set[str] | None:
         """`out` and every test that ran after the first of them, in the coverage run's order
@@ -296,3 +302,15 @@ class TestMap:
             d.get("unwatched", []),
             d.get("plain_classes", []),
         )
+
+
+_UNDECIDED = object()  # tests_seeing's source rules did not decide: the line rules go on
+
+
+def _span_of(n: int, source: str | None, new_source: str | None) -> tuple[int, int] | None:
+    """The lines a change of line `n`, which no test ran, stands for: its statement, or (a line in a gap
+    between statements) the body the gap belongs to; None when neither is known."""
+    span = statement_span(source, n) if source is not None else None
+    if span is None and new_source is not None:
+        span = gap_body(source, new_source, n)
+    return span
