@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dependency_groups
+from packaging.metadata import ExceptionGroup as PkgInfoErrors
 from packaging.metadata import Metadata
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from pip_requirements_parser import RequirementsFile
+from pip_requirements_parser import OptionParsingError, PipError, RequirementsFile
 
 from bugforge.factory.project_files import toml
 
@@ -72,7 +73,7 @@ def _pkg_info(repo: Path) -> Metadata | None:
         return None
     try:
         return Metadata.from_email(p.read_text(errors="replace"), validate=False)
-    except Exception:  # packaging raises several kinds on odd headers; PKG-INFO is then ignored
+    except (ValueError, TypeError, PkgInfoErrors):  # odd headers: PKG-INFO is then ignored
         return None
 
 
@@ -149,14 +150,15 @@ def base_requirements(repo: Path, pyproject: dict, setup_cfg) -> list[str]:
 
 def _poetry_reqs(name: str, spec, repo: Path) -> list[str]:
     """PEP 508 strings for one Poetry dependency entry (a list value holds several constraints)."""
-    from poetry.core.factory import Factory  # imported late: poetry-core's import costs ~0.1 s
+    from poetry.core.exceptions import PoetryCoreError  # imported late: poetry-core's import costs ~0.1 s
+    from poetry.core.factory import Factory
 
     out = []
     for s in spec if isinstance(spec, list) else [spec]:
         try:
             out.append(Factory.create_dependency(name, s, root_dir=repo).to_pep_508())
-        except Exception:  # poetry-core raises many kinds on malformed entries; the entry is skipped
-            continue
+        except (ValueError, TypeError, KeyError, AttributeError, RuntimeError, PoetryCoreError):
+            continue  # a malformed entry (poetry-core's errors are ValueErrors, a few of them Runtime/Type errors)
     return out
 
 
@@ -226,10 +228,10 @@ def file_requirements(repo: Path, path: str) -> tuple[list[str], set[str]]:
     a missing nested file reads the file without nesting."""
     try:
         rf = RequirementsFile.from_file(str(repo / path), include_nested=True)
-    except Exception:  # pip's vendored parser raises InstallationError on a missing nested file
+    except (PipError, OptionParsingError, OSError, ValueError):  # e.g. InstallationError: a missing nested file
         try:
             rf = RequirementsFile.from_file(str(repo / path), include_nested=False)
-        except Exception:
+        except (PipError, OptionParsingError, OSError, ValueError):  # a file it cannot parse: no requirements
             return [], set()
     reqs, selfx = [], set()
     for r in rf.requirements:

@@ -92,61 +92,20 @@ def detect(repo: Path, *, build: bool = True, as_of: str | None = None) -> Recip
     wanted = [e for e in TEST_EXTRAS if e in names]
     name = dist_name(repo, pyproject, setup_cfg) if installable else None
     plan = Plan(repo, declared, groups(repo, pyproject), name, build=build)
-    if installable and not build:
-        reqs = plan.without_self(base_requirements(repo, pyproject, setup_cfg), "the project's requirements")
-        reqs += [q for e in wanted if e in declared for q in plan.without_self(declared[e].requirements, e)]
-        r.install.append(
-            ("pip install " + " ".join(shlex.quote(q) for q in reqs) + " && " if reqs else "") + on_path(repo)
-        )
-        r.notes.append(
-            "install: the project's build requirements cannot be installed, so its tree is put on sys.path"
-            f" (a .pth file) with the requirements it declares{' and extras ' + ', '.join(wanted) if wanted else ''}"
-        )
-    elif installable:
-        target = f".[{','.join(wanted)}]" if wanted else "."
-        r.install.append(f"pip install -e {shlex.quote(target)} || pip install {shlex.quote(target)}")
-        r.notes.append(
-            f"install: the project itself{' with extras ' + ', '.join(wanted) if wanted else ''}"
-            " (editable, or a plain install where editable is not supported)"
-        )
-        plan.covered |= req_names(base_requirements(repo, pyproject, setup_cfg))
-        for e in wanted:
-            plan.pick_extra(e, "a test extra")
+    if installable:
+        _install_project(repo, r, plan, pyproject, setup_cfg, wanted, build)
     elif (repo / "requirements.txt").exists():
         r.install.append("pip install -r requirements.txt")
         r.notes.append("install: requirements.txt (the repository is not an installable package)")
-        plan.files.append("requirements.txt")
-        plan.covered |= req_names(file_requirements(repo, "requirements.txt")[0])
-    pep735 = {canonicalize_name(d.name): d for d in plan.groups if "[dependency-groups]" in d.source}
-    for g in TEST_NAMES:
-        if g in pep735:
-            reqs = plan.without_self(pep735[g].requirements, pep735[g].source)
-            if reqs:
-                r.install.append("pip install " + " ".join(shlex.quote(q) for q in reqs))
-                r.notes.append(f"install: PEP 735 dependency group {pep735[g].name!r}")
-                plan.covered |= req_names(reqs)
-                plan.done_groups.add(pep735[g].source)
-            break
+        _count_file(plan, repo, "requirements.txt")
+    _install_test_group(r, plan)
     for f in REQUIREMENT_FILES:
         if (repo / f).exists():
             r.install.append(f"pip install -r {f}")
             r.notes.append(f"install: {f}")
-            plan.files.append(f)
-            plan.covered |= req_names(file_requirements(repo, f)[0])
+            _count_file(plan, repo, f)
     runs = project_runs(repo, r.python)
-    tox_files = tox_requirement_files(repo, tox) if not runs.tox_readable else []
-    tox_files += [f for i in runs.installs if i.source.startswith("tox env") for f in i.files]
-    for f in dict.fromkeys(tox_files):
-        if f not in plan.files:
-            r.install.append(f"pip install -r {shlex.quote(f)}")
-            r.notes.append(f"install: {f} (named in tox's test environment)")
-            plan.files.append(f)
-            plan.covered |= req_names(file_requirements(repo, f)[0])
-    deps = tests_require(repo, setup_cfg) + (tox_deps(tox) if not runs.tox_readable else [])
-    if deps:
-        r.install.append("pip install " + " ".join(shlex.quote(d) for d in sorted(set(deps))))
-        r.notes.append("install: test dependencies named in setup.cfg/setup.py/tox.ini")
-        plan.covered |= req_names(deps)
+    _install_tox_declarations(repo, r, plan, runs, setup_cfg, tox)
 
     roots = test_scope(repo, r, runs, testpaths(repo, pyproject, setup_cfg, tox))
     plan.test_groups()
@@ -156,7 +115,79 @@ def detect(repo: Path, *, build: bool = True, as_of: str | None = None) -> Recip
     plan.emit(r, installable, wanted)
     if left:
         r.notes.append(f"install: no declaration provides {', '.join(left)}, which the tests import")
+    _pytest_options(repo, r, pyproject, setup_cfg, tox)
+    _final_installs(repo, r, name if build else None)
+    if not has_pytest_config(pyproject, setup_cfg, tox, repo) and unittest_style(repo):
+        r.pytest_args += ["-o", "python_files=test*.py *_test.py tests.py"]
+        r.notes.append("pytest: unittest-style file names (test*.py) collected too")
+    return r
 
+
+def _count_file(plan: Plan, repo: Path, f: str) -> None:
+    """Requirements file `f` is installed: its requirements count as provided."""
+    plan.files.append(f)
+    plan.covered |= req_names(file_requirements(repo, f)[0])
+
+
+def _install_project(repo: Path, r: Recipe, plan: Plan, pyproject: dict, setup_cfg, wanted: list[str], build: bool):
+    """Install the project itself (with its test extras): built, or (build=False) put on sys.path from
+    its tree with the requirements it declares."""
+    if not build:
+        reqs = plan.without_self(base_requirements(repo, pyproject, setup_cfg), "the project's requirements")
+        reqs += [q for e in wanted if e in plan.extras for q in plan.without_self(plan.extras[e].requirements, e)]
+        r.install.append(
+            ("pip install " + " ".join(shlex.quote(q) for q in reqs) + " && " if reqs else "") + on_path(repo)
+        )
+        r.notes.append(
+            "install: the project's build requirements cannot be installed, so its tree is put on sys.path"
+            f" (a .pth file) with the requirements it declares{' and extras ' + ', '.join(wanted) if wanted else ''}"
+        )
+        return
+    target = f".[{','.join(wanted)}]" if wanted else "."
+    r.install.append(f"pip install -e {shlex.quote(target)} || pip install {shlex.quote(target)}")
+    r.notes.append(
+        f"install: the project itself{' with extras ' + ', '.join(wanted) if wanted else ''}"
+        " (editable, or a plain install where editable is not supported)"
+    )
+    plan.covered |= req_names(base_requirements(repo, pyproject, setup_cfg))
+    for e in wanted:
+        plan.pick_extra(e, "a test extra")
+
+
+def _install_test_group(r: Recipe, plan: Plan) -> None:
+    """The first PEP 735 dependency group named like a test group."""
+    pep735 = {canonicalize_name(d.name): d for d in plan.groups if "[dependency-groups]" in d.source}
+    g = next((g for g in TEST_NAMES if g in pep735), None)
+    if g is None:
+        return
+    reqs = plan.without_self(pep735[g].requirements, pep735[g].source)
+    if reqs:
+        r.install.append("pip install " + " ".join(shlex.quote(q) for q in reqs))
+        r.notes.append(f"install: PEP 735 dependency group {pep735[g].name!r}")
+        plan.covered |= req_names(reqs)
+        plan.done_groups.add(pep735[g].source)
+
+
+def _install_tox_declarations(repo: Path, r: Recipe, plan: Plan, runs: ProjectRuns, setup_cfg, tox) -> None:
+    """Requirement files tox's test environment names, and the test dependencies setup.cfg/setup.py/tox.ini
+    list (tox's only when its environments could not be read as runs)."""
+    tox_files = tox_requirement_files(repo, tox) if not runs.tox_readable else []
+    tox_files += [f for i in runs.installs if i.source.startswith("tox env") for f in i.files]
+    for f in dict.fromkeys(tox_files):
+        if f not in plan.files:
+            r.install.append(f"pip install -r {shlex.quote(f)}")
+            r.notes.append(f"install: {f} (named in tox's test environment)")
+            _count_file(plan, repo, f)
+    deps = tests_require(repo, setup_cfg) + (tox_deps(tox) if not runs.tox_readable else [])
+    if deps:
+        r.install.append("pip install " + " ".join(shlex.quote(d) for d in sorted(set(deps))))
+        r.notes.append("install: test dependencies named in setup.cfg/setup.py/tox.ini")
+        plan.covered |= req_names(deps)
+
+
+def _pytest_options(repo: Path, r: Recipe, pyproject: dict, setup_cfg, tox) -> None:
+    """The pytest plugins the configuration needs, and its addopts without the flags that would corrupt
+    per-test outcomes."""
     addopts, ini_keys, where = pytest_config(repo, pyproject, setup_cfg, tox)
     plugins = plugins_for(addopts, ini_keys)
     if plugins:
@@ -173,33 +204,32 @@ def detect(repo: Path, *, build: bool = True, as_of: str | None = None) -> Recip
         )
     if not r.install:
         r.notes.append("install: nothing to install (plain source tree)")
+
+
+def _final_installs(repo: Path, r: Recipe, built: str | None) -> None:
+    """pytest itself (<9 for a conftest with py.path hook arguments), then, for a built project (`built`:
+    its distribution name), putting the tree back if a later step replaced it."""
     if legacy_path_hooks(repo):
         # pytest 9 removed the py.path arguments of hooks (deprecated since 7): such a conftest.py cannot load.
         r.install.append("pip install 'pytest<9'")
         r.notes.append("install: pytest<9 (a conftest.py implements a hook with the py.path argument pytest 9 removed)")
     else:
         r.install.append("pip install pytest")  # many suites assume it; a no-op when the project pins one
-    if name and build:
+    if built:
         # A pinned requirements file (pip-compile output often pins the project itself) or a plugin that
         # requires the project can replace the tree under test with a release from the index: put the
         # tree back unless the installed distribution still comes from here (a PEP 660 or plain install
         # names the tree in direct_url.json; `setup.py develop` keeps its egg-info in the tree; -I keeps
         # the current directory off sys.path, so that egg-info counts only while installed).
         check = (
-            f'import importlib.metadata as m, os, sys; d = m.distribution("{name}"); here = os.getcwd(); '
+            f'import importlib.metadata as m, os, sys; d = m.distribution("{built}"); here = os.getcwd(); '
             'sys.exit(not (("file://" + here) in (d.read_text("direct_url.json") or "") '
             'or os.path.abspath(d.locate_file("")).startswith(here)))'
         )
         r.install.append(
             f"python -I -c {shlex.quote(check)} 2>/dev/null || pip install --no-deps -e . || pip install --no-deps ."
         )
-        r.notes.append(f"install: {name} reinstalled from the tree (no dependencies) if a later step replaced it")
-    if not has_pytest_config(pyproject, setup_cfg, tox, repo):
-        tests = unittest_style(repo)
-        if tests:
-            r.pytest_args += ["-o", "python_files=test*.py *_test.py tests.py"]
-            r.notes.append("pytest: unittest-style file names (test*.py) collected too")
-    return r
+        r.notes.append(f"install: {built} reinstalled from the tree (no dependencies) if a later step replaced it")
 
 
 def test_scope(repo: Path, r: Recipe, runs: ProjectRuns, configured: list[str]) -> list[str]:
