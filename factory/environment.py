@@ -134,19 +134,8 @@ def _build(
     force: bool,
     log: Log,
 ) -> tuple[EnvRecord, bool]:
-    if runs < 2:
-        raise BugforgeError(
-            f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
-        )
+    _check_args(source, out, runs)
     recipe_override = load_recipe(recipe_path) if recipe_path else None
-    local = Path(source).expanduser().resolve()
-    if local.is_dir():  # the environment's directory must not be, or hold, the source (it replaces repo/)
-        env_dir = (Path(out) / slug(local.name)).resolve()
-        if env_dir == local or env_dir in local.parents:
-            raise BugforgeError(
-                f"the environment's directory {env_dir} would hold the source {local}",
-                "pass --out a directory outside the source repository",
-            )
     staging = _staging(out, source, commit)
     shutil.rmtree(staging, ignore_errors=True)
     log(f"acquire: {source}{' @ ' + commit if commit else ''}")
@@ -160,14 +149,10 @@ def _build(
         json.dumps([base_commit, to_dict(recipe), base.tag, ENV_DOCKERFILE_VERSION, runs, probe]).encode()
     ).hexdigest()
     env_json = env_dir / "env.json"
-    if env_json.exists() and not force:
-        try:
-            old = load_env(env_json)
-        except (ValueError, KeyError, TypeError):
-            old = None
-        if old and old.key == key and image_exists(old.image) and Path(old.testmap).exists():
-            shutil.rmtree(staging, ignore_errors=True)
-            return old, True
+    old = None if force else _reusable(env_json, key)
+    if old is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+        return old, True
     # Replace the snapshot only now: a failure above leaves the previous environment untouched.
     env_dir.mkdir(parents=True, exist_ok=True)
     write_json(env_dir / "recipe.json", recipe)
@@ -240,6 +225,34 @@ def _build(
     )
     write_json(env_json, record)
     return record, False
+
+
+def _check_args(source: str, out: Path, runs: int) -> None:
+    """Refuse --runs below 2, and an environment directory that would be, or hold, a local source."""
+    if runs < 2:
+        raise BugforgeError(
+            f"--runs {runs} cannot detect flaky tests", f"use --runs 2 or more (default {EnvironmentConfig.runs})"
+        )
+    local = Path(source).expanduser().resolve()
+    if local.is_dir():  # the environment's directory must not be, or hold, the source (it replaces repo/)
+        env_dir = (Path(out) / slug(local.name)).resolve()
+        if env_dir == local or env_dir in local.parents:
+            raise BugforgeError(
+                f"the environment's directory {env_dir} would hold the source {local}",
+                "pass --out a directory outside the source repository",
+            )
+
+
+def _reusable(env_json: Path, key: str) -> EnvRecord | None:
+    """The environment recorded in `env_json`, when it was built with this key and its image and test map
+    are still there."""
+    if not env_json.exists():
+        return None
+    try:
+        old = load_env(env_json)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return old if old.key == key and image_exists(old.image) and Path(old.testmap).exists() else None
 
 
 def _head(repo: Path) -> str:

@@ -189,6 +189,23 @@ class Scratch:
         self.close()
 
 
+def _groups_in_file(items: list[tuple[Candidate, Validation]], rng: random.Random) -> list[list[Candidate]]:
+    """Groups of 2-3 of one file's bugs, each in a different function (shuffled by `rng`)."""
+    items = sorted(items, key=lambda cv: cv[0].id)
+    rng.shuffle(items)
+    groups, group, used_funcs = [], [], set()
+    size = rng.choice((2, 3))  # drawn once per group (drawn at every step, a group could outgrow both)
+    for c, _ in items:
+        if c.function in used_funcs:
+            continue
+        group.append(c)
+        used_funcs.add(c.function)
+        if len(group) == size:
+            groups.append(group)
+            group, used_funcs, size = [], set(), rng.choice((2, 3))
+    return groups
+
+
 def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: int, repo_dir: str) -> list[Candidate]:
     """2-3 valid single bugs in the same file, in different functions, combined into one."""
     rng = random.Random(seed)
@@ -196,21 +213,7 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
     for c, v in valid:
         if len(c.files) == 1 and not c.parents:
             by_file[c.files[0]].append((c, v))
-    groups = []
-    for _path, items in sorted(by_file.items()):
-        items = sorted(items, key=lambda cv: cv[0].id)
-        rng.shuffle(items)
-        used_funcs: set[str] = set()
-        group: list[Candidate] = []
-        size = rng.choice((2, 3))  # drawn once per group (drawn at every step, a group could outgrow both)
-        for c, _ in items:
-            if c.function in used_funcs:
-                continue
-            group.append(c)
-            used_funcs.add(c.function)
-            if len(group) == size:
-                groups.append(group)
-                group, used_funcs, size = [], set(), rng.choice((2, 3))
+    groups = [g for _path, items in sorted(by_file.items()) for g in _groups_in_file(items, rng)]
     rng.shuffle(groups)
     scratch = Scratch(repo_dir)
     out = []
@@ -239,6 +242,30 @@ def combinations(valid: list[tuple[Candidate, Validation]], limit: int, seed: in
     finally:
         scratch.close()
     return out
+
+
+def propose(env, testmap: TestMap, wanted: set[str], max_candidates: int, seed: int, lm, log) -> list[Candidate]:
+    """The single-bug candidates of the wanted strategies: procedural mutations, history reverts, LM bugs."""
+    singles: list[Candidate] = []
+    procedural = wanted & set(PROCEDURAL)
+    if procedural:
+        drawn, n_sites = procedural_candidates(env, testmap, procedural, max_candidates, seed)
+        log(f"generate: {n_sites} mutation sites on covered lines; drew {len(drawn)} distinct candidates (seed {seed})")
+        singles += drawn
+    if "history" in wanted:
+        from bugforge.factory.history import history_candidates
+
+        singles += history_candidates(env, limit=max(10, max_candidates // 10))
+    if wanted & {"lm_modify", "lm_rewrite"}:
+        if lm is None:
+            raise BugforgeError(
+                "LM strategies need a model endpoint",
+                "pass --lm-model and --lm-base-url (or set OPENAI_BASE_URL), or drop lm_* strategies",
+            )
+        from bugforge.factory.lm_bugs import lm_candidates
+
+        singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed, log=log)
+    return singles
 
 
 def generate(
@@ -281,25 +308,7 @@ def generate(
             fresh.append(known[c.id])
         return fresh
 
-    singles: list[Candidate] = []
-    procedural = wanted & set(PROCEDURAL)
-    if procedural:
-        drawn, n_sites = procedural_candidates(env, testmap, procedural, max_candidates, seed)
-        log(f"generate: {n_sites} mutation sites on covered lines; drew {len(drawn)} distinct candidates (seed {seed})")
-        singles += drawn
-    if "history" in wanted:
-        from bugforge.factory.history import history_candidates
-
-        singles += history_candidates(env, limit=max(10, max_candidates // 10))
-    if wanted & {"lm_modify", "lm_rewrite"}:
-        if lm is None:
-            raise BugforgeError(
-                "LM strategies need a model endpoint",
-                "pass --lm-model and --lm-base-url (or set OPENAI_BASE_URL), or drop lm_* strategies",
-            )
-        from bugforge.factory.lm_bugs import lm_candidates
-
-        singles += lm_candidates(env, testmap, lm, sorted(wanted & {"lm_modify", "lm_rewrite"}), seed=seed, log=log)
+    singles = propose(env, testmap, wanted, max_candidates, seed, lm, log)
     singles = add(singles)
     done = validate_all(
         env,

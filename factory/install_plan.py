@@ -142,29 +142,37 @@ class Plan:
             want = dists_for(m)
             if want & (self.covered | skip):
                 continue
-            options = []
-            for d in self.extras.values():
-                if want & req_names(d.requirements):
-                    options.append((0, len(d.requirements), d.name, "extra", d))
-            for d in self.groups:
-                if want & req_names(d.requirements):
-                    options.append((1, len(d.requirements), d.source, "group", d))
-            for f in requirement_files(self.repo):
-                reqs = file_requirements(self.repo, f)[0]
-                if want & req_names(reqs):
-                    options.append((2, len(reqs), f, "file", f))
+            options = self._providers(want)
             if not options:
                 left.append(m)
                 continue
             *_, kind, d = min(options, key=lambda o: o[:3])
-            why = f"the tests import {m}"
-            if kind == "extra":
-                self.pick_extra(d.name, why)
-            elif kind == "group":
-                self.pick_group(d, why)
-            else:
-                self.pick_file(d, why)
+            self._pick(kind, d, f"the tests import {m}")
         return left
+
+    def _pick(self, kind: str, d, why: str) -> None:
+        if kind == "extra":
+            self.pick_extra(d.name, why)
+        elif kind == "group":
+            self.pick_group(d, why)
+        else:
+            self.pick_file(d, why)
+
+    def _providers(self, want: set[str]) -> list[tuple]:
+        """(preference, size, name, kind, declaration) of each extra, group and requirements file that
+        provides one of the distributions `want`."""
+        options = []
+        for d in self.extras.values():
+            if want & req_names(d.requirements):
+                options.append((0, len(d.requirements), d.name, "extra", d))
+        for d in self.groups:
+            if want & req_names(d.requirements):
+                options.append((1, len(d.requirements), d.source, "group", d))
+        for f in requirement_files(self.repo):
+            reqs = file_requirements(self.repo, f)[0]
+            if want & req_names(reqs):
+                options.append((2, len(reqs), f, "file", f))
+        return options
 
     def emit(self, r: Recipe, installable: bool, main_extras: list[str]) -> None:
         extra = [e for e in sorted(self.extra_pick) if e not in main_extras]

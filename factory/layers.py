@@ -210,6 +210,39 @@ class Base:
             "GIT_OBJECT_DIRECTORY": str(objects),
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(self.git / "objects"),
         }
+        paths = self._apply(patch, env)
+        if paths is None:
+            return None
+        tree = self._git("write-tree", env=env).decode().strip()
+        commit = self._commit(objects, tree)
+        changes = self._changes(objects, tree, paths)
+        if changes is None:
+            return None
+        counts = Counter(self.counts)
+        for old, new in [*changes.values(), (self.head, commit)]:
+            counts[old] -= 1
+            counts[new] += 1
+        now = int(time.time())
+        entries: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
+        for path in paths:
+            name = f"{TB}/{path}"
+            entries[name] = self._member(name, self._object(objects, changes[path][1]), now)
+        entries.update(self._object_entries(objects, counts, now))
+        entries[f"{TB}/.git/index"] = self._member(f"{TB}/.git/index", (work / "index").read_bytes(), now)
+        entries[self.ref] = self._member(self.ref, commit.encode() + b"\n", now)
+        entries[f"{TB}/.git/COMMIT_EDITMSG"] = self._member(f"{TB}/.git/COMMIT_EDITMSG", self.message, now)
+        self._add_parents(entries, now)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name in sorted(entries):
+                info, data = entries[name]
+                tar.addfile(info, io.BytesIO(data) if data is not None else None)
+        shutil.rmtree(work)
+        return Thin(tag, commit, buf.getvalue())
+
+    def _apply(self, patch: str, env: dict[str, str]) -> list[str] | None:
+        """Apply `patch` to the scratch index; the paths it changes, or None when it does not apply or
+        does more than change regular files' text (a summary line: a new, deleted or renamed file; binary)."""
         try:
             stat = self._git(
                 "apply", "--cached", "--apply", "--numstat", "--summary", "-z", "-", env=env, stdin=patch.encode()
@@ -219,16 +252,21 @@ class Base:
         stats = stat.split(b"\0")
         if stats[-1].strip() or any(x.startswith(b"-") for x in stats[:-1]):  # a summary line; a binary file
             return None
-        paths = [x.split(b"\t", 2)[2].decode("utf-8", "surrogateescape") for x in stats[:-1]]
-        tree = self._git("write-tree", env=env).decode().strip()
+        return [x.split(b"\t", 2)[2].decode("utf-8", "surrogateescape") for x in stats[:-1]]
+
+    def _commit(self, objects: Path, tree: str) -> str:
+        """The amended commit of `tree` (the image's commit's parents, author and message; our committer)."""
         header = [b"tree " + tree.encode()]
         for line in self.header[1:]:
             if line.startswith((b"parent ", b"author ", b"encoding ")):
                 header.append(line)
         at = next(i for i, h in enumerate(header) if h.startswith(b"author ")) + 1
         header.insert(at, b"committer " + self.ident.encode())
-        commit = _write_object(objects, b"commit", b"\n".join(header) + b"\n\n" + self.message)
-        counts = Counter(self.counts)
+        return _write_object(objects, b"commit", b"\n".join(header) + b"\n\n" + self.message)
+
+    def _changes(self, objects: Path, tree: str, paths: list[str]) -> dict[str, tuple[str, str]] | None:
+        """path -> (old id, new id) of each changed file and its folders ("" the root); None when a file's
+        mode changed or it is a link or a submodule."""
         changes = {"": (self.root, tree)}
         for path in paths:
             new = self._walk(objects, tree, path)
@@ -239,14 +277,13 @@ class Base:
             for i in range(1, len(parts)):
                 d = "/".join(parts[:i])
                 changes[d] = (self.paths[d][1], self._walk(objects, tree, d)[1])
-        for old, new in [*changes.values(), (self.head, commit)]:
-            counts[old] -= 1
-            counts[new] += 1
-        now = int(time.time())
+        return changes
+
+    def _object_entries(
+        self, objects: Path, counts: Counter, now: int
+    ) -> dict[str, tuple[tarfile.TarInfo, bytes | None]]:
+        """The new git objects, and whiteouts of the image's loose objects nothing reaches any more."""
         entries: dict[str, tuple[tarfile.TarInfo, bytes | None]] = {}
-        for path in paths:
-            name = f"{TB}/{path}"
-            entries[name] = self._member(name, self._object(objects, changes[path][1]), now)
         for obj in sorted(objects.glob("??/*")):
             name = f"{TB}/.git/objects/{obj.parent.name}/{obj.name}"
             info = tarfile.TarInfo(name)
@@ -257,9 +294,10 @@ class Base:
             if n <= 0 and f"{TB}/.git/objects/{oid[:2]}/{oid[2:]}" in self.members:
                 gone = f"{TB}/.git/objects/{oid[:2]}/.wh.{oid[2:]}"
                 entries[gone] = (whiteout(gone), None)
-        entries[f"{TB}/.git/index"] = self._member(f"{TB}/.git/index", (work / "index").read_bytes(), now)
-        entries[self.ref] = self._member(self.ref, commit.encode() + b"\n", now)
-        entries[f"{TB}/.git/COMMIT_EDITMSG"] = self._member(f"{TB}/.git/COMMIT_EDITMSG", self.message, now)
+        return entries
+
+    def _add_parents(self, entries: dict[str, tuple[tarfile.TarInfo, bytes | None]], now: int) -> None:
+        """Every folder above an entry, as the image has it (a new one: root's, 755)."""
         for name in list(entries):
             parts = name.split("/")
             for i in range(1, len(parts)):
@@ -269,13 +307,6 @@ class Base:
                     if d not in self.members:
                         info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, 0o755, self.uid, 0, now
                     entries[d] = (info, None)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for name in sorted(entries):
-                info, data = entries[name]
-                tar.addfile(info, io.BytesIO(data) if data is not None else None)
-        shutil.rmtree(work)
-        return Thin(tag, commit, buf.getvalue())
 
     def _walk(self, objects: Path, tree: str, path: str) -> tuple[str, str] | None:
         """(mode, id) of `path` in `tree`."""

@@ -170,6 +170,18 @@ def declared(repo: Path) -> list[tuple[str, Requirement]]:
     PEP 735 groups, Poetry groups/dev-dependencies, PDM and uv dev dependencies, setup.cfg extras, and the
     extras of an sdist's PKG-INFO. Unparseable entries are skipped."""
     pyproject, setup_cfg = toml(repo / "pyproject.toml"), ini(repo / "setup.cfg")
+    raw = _pyproject_declared(pyproject) + _setup_cfg_declared(setup_cfg) + _pkg_info_declared(repo)
+    out = []
+    for where, r in raw:
+        try:
+            out.append((where, Requirement(str(r).strip())))
+        except InvalidRequirement:
+            continue
+    return out
+
+
+def _pyproject_declared(pyproject: dict) -> list[tuple[str, object]]:
+    """(where, requirement) of pyproject.toml's extras and groups (PEP 621, PEP 735, Poetry, PDM, uv)."""
     tool = pyproject.get("tool", {})
     raw: list[tuple[str, object]] = []
     for extra, reqs in pyproject.get("project", {}).get("optional-dependencies", {}).items():
@@ -185,27 +197,31 @@ def declared(repo: Path) -> list[tuple[str, Requirement]]:
     for g, reqs in tool.get("pdm", {}).get("dev-dependencies", {}).items():
         raw += [(f"PDM dev group {g!r}", r) for r in reqs]
     raw += [("uv dev-dependencies", r) for r in tool.get("uv", {}).get("dev-dependencies", [])]
-    if setup_cfg.has_section("options.extras_require"):
-        for extra, text in setup_cfg["options.extras_require"].items():
-            raw += [(f"extra {extra!r}", r) for r in text.splitlines()]
-    if (repo / "PKG-INFO").is_file():
-        meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
-        extras = meta.get_all("Provides-Extra") or []
-        for r in meta.get_all("Requires-Dist") or []:
-            try:
-                req = Requirement(r)
-            except InvalidRequirement:
-                continue
-            where = [e for e in extras if req.marker is not None and req.marker.evaluate({"extra": e})]
-            if where and req.marker is not None and not req.marker.evaluate({"extra": ""}):
-                raw.append((f"extra {where[0]!r} (PKG-INFO)", r))
-    out = []
-    for where, r in raw:
+    return raw
+
+
+def _setup_cfg_declared(setup_cfg) -> list[tuple[str, object]]:
+    if not setup_cfg.has_section("options.extras_require"):
+        return []
+    return [(f"extra {e!r}", r) for e, text in setup_cfg["options.extras_require"].items() for r in text.splitlines()]
+
+
+def _pkg_info_declared(repo: Path) -> list[tuple[str, object]]:
+    """(where, requirement) of the extras an sdist's PKG-INFO declares (Requires-Dist with an extra marker)."""
+    if not (repo / "PKG-INFO").is_file():
+        return []
+    meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
+    extras = meta.get_all("Provides-Extra") or []
+    raw: list[tuple[str, object]] = []
+    for r in meta.get_all("Requires-Dist") or []:
         try:
-            out.append((where, Requirement(str(r).strip())))
+            req = Requirement(r)
         except InvalidRequirement:
             continue
-    return out
+        where = [e for e in extras if req.marker is not None and req.marker.evaluate({"extra": e})]
+        if where and req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            raw.append((f"extra {where[0]!r} (PKG-INFO)", r))
+    return raw
 
 
 def repository_url(repo: Path) -> str | None:

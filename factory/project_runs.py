@@ -70,33 +70,10 @@ def install_of(c: Command, repo: Path) -> Install | None:
         return pip_args(a[3:] if a[0] == "uv" else a[2:], c.source, repo)
     inst = Install(c.source)
     if a[:2] == ["uv", "sync"] or c.uv:
-        flags = a[2:] if a[:2] == ["uv", "sync"] else list(c.uv)
-        inst.groups.add("+default")  # uv installs the dev group unless told otherwise
-        for i, f in enumerate(flags):
-            nxt = flags[i + 1] if i + 1 < len(flags) else ""
-            if f == "--extra":
-                inst.extras.add(nxt)
-            elif f in ("--group", "--only-group"):
-                inst.groups.add(nxt)
-                if f == "--only-group":
-                    inst.groups.discard("+default")
-            elif f == "--all-extras":
-                inst.extras.add("*")
-            elif f == "--all-groups":
-                inst.groups.add("*")
-            elif f == "--no-dev":
-                inst.groups.discard("+default")
+        _uv_flags(a[2:] if a[:2] == ["uv", "sync"] else list(c.uv), inst)
         return inst if a[:2] == ["uv", "sync"] else None
     if a[:2] == ["poetry", "install"]:
-        inst.groups.add("+default")
-        for i, f in enumerate(a):
-            vals = (a[i + 1] if i + 1 < len(a) else "").split(",")
-            if f in ("--with", "--only"):
-                inst.groups |= set(vals)
-            elif f in ("-E", "--extras"):
-                inst.extras |= set(vals)
-            elif f == "--all-extras":
-                inst.extras.add("*")
+        _poetry_flags(a, inst)
         return inst
     if a[:2] == ["pdm", "install"] or a[:2] == ["pdm", "sync"]:
         inst.groups.add("+default")
@@ -105,6 +82,38 @@ def install_of(c: Command, repo: Path) -> Install | None:
                 inst.groups.add("*" if a[i + 1] == ":all" else a[i + 1])
         return inst
     return None
+
+
+def _uv_flags(flags: list[str], inst: Install) -> None:
+    """The extras and groups `uv sync` (or `uv run`) flags ask for."""
+    inst.groups.add("+default")  # uv installs the dev group unless told otherwise
+    for i, f in enumerate(flags):
+        nxt = flags[i + 1] if i + 1 < len(flags) else ""
+        if f == "--extra":
+            inst.extras.add(nxt)
+        elif f in ("--group", "--only-group"):
+            inst.groups.add(nxt)
+            if f == "--only-group":
+                inst.groups.discard("+default")
+        elif f == "--all-extras":
+            inst.extras.add("*")
+        elif f == "--all-groups":
+            inst.groups.add("*")
+        elif f == "--no-dev":
+            inst.groups.discard("+default")
+
+
+def _poetry_flags(a: list[str], inst: Install) -> None:
+    """The groups and extras a `poetry install` command asks for."""
+    inst.groups.add("+default")
+    for i, f in enumerate(a):
+        vals = (a[i + 1] if i + 1 < len(a) else "").split(",")
+        if f in ("--with", "--only"):
+            inst.groups |= set(vals)
+        elif f in ("-E", "--extras"):
+            inst.extras |= set(vals)
+        elif f == "--all-extras":
+            inst.extras.add("*")
 
 
 def pip_args(args: list[str], source: str, repo: Path) -> Install:
@@ -173,6 +182,16 @@ def project_runs(repo: Path, python: str) -> ProjectRuns:
     """Installs and pytest runs of the test jobs, sessions and environments (those that run pytest, tox,
     nox or make test); tox environments of the recipe's Python version first."""
     out = ProjectRuns()
+    out.pytest.append(("CI", _ci_runs(repo, out)))
+    out.pytest.append(("tox", _tox_runs(repo, python, out)))
+    out.pytest.append(("nox", _nox_runs(repo, out)))
+    make = [PytestRun(c.source, list(c.argv[1:])) for c in makefile_commands(repo) if is_pytest(c.argv)]
+    out.pytest.append(("Makefile", make))
+    return out
+
+
+def _ci_runs(repo: Path, out: ProjectRuns) -> list[PytestRun]:
+    """The pytest runs of CI jobs that test (their installs added to `out`)."""
     ci: list[PytestRun] = []
     for _label, cmds in workflow_commands(repo):
         if not any(is_pytest(c.argv) or c.argv[0] in ("tox", "nox", "make", "hatch") for c in cmds):
@@ -183,7 +202,12 @@ def project_runs(repo: Path, python: str) -> ProjectRuns:
             inst = install_of(c, repo)
             if inst and (inst.reqs or inst.files or inst.extras or inst.groups):
                 out.installs.append(inst)
-    out.pytest.append(("CI", ci))
+    return ci
+
+
+def _tox_runs(repo: Path, python: str, out: ProjectRuns) -> list[PytestRun]:
+    """The pytest runs of tox's test environments, those of `python` first (their installs merged into
+    one, added to `out`); sets out.tox_readable."""
     envs = tox_envs(repo, python)
     out.tox_readable = envs is not None
     tag = python.replace(".", "")
@@ -191,22 +215,31 @@ def project_runs(repo: Path, python: str) -> ProjectRuns:
     for env in sorted(envs or [], key=lambda e: tag not in py_factors(e["name"])):
         if set(env["name"].split("-")) & NOT_TEST_ENVS:
             continue
-        runs = [_split(c) for c in env.get("commands") or []]
-        runs = [r for r in runs if is_pytest(r)]
+        runs = [r for r in (_split(c) for c in env.get("commands") or []) if is_pytest(r)]
         if runs:
             tox_runs += [PytestRun(f"tox env {env['name']}", r[1:]) for r in runs]
             tox_installs.append(_tox_install(env, repo))
-    if tox_installs:  # one step: the first environment's pin of a name wins (factors pick conflicting pins)
-        merged = Install("tox env " + ", ".join(i.source.removeprefix("tox env ") for i in tox_installs))
-        names: set[str] = set()
-        for i in tox_installs:
-            merged.reqs += [q for q in i.reqs if not req_names([q]) & names]
-            names |= req_names(i.reqs)
-            merged.files += [f for f in i.files if f not in merged.files]
-            merged.extras |= i.extras
-            merged.groups |= i.groups
-        out.installs.append(merged)
-    out.pytest.append(("tox", tox_runs))
+    if tox_installs:
+        out.installs.append(_merged(tox_installs))
+    return tox_runs
+
+
+def _merged(installs: list[Install]) -> Install:
+    """One step for several tox environments: the first environment's pin of a name wins (factors pick
+    conflicting pins)."""
+    merged = Install("tox env " + ", ".join(i.source.removeprefix("tox env ") for i in installs))
+    names: set[str] = set()
+    for i in installs:
+        merged.reqs += [q for q in i.reqs if not req_names([q]) & names]
+        names |= req_names(i.reqs)
+        merged.files += [f for f in i.files if f not in merged.files]
+        merged.extras |= i.extras
+        merged.groups |= i.groups
+    return merged
+
+
+def _nox_runs(repo: Path, out: ProjectRuns) -> list[PytestRun]:
+    """The pytest runs of nox sessions that run pytest (else of those named like tests), installs to `out`."""
     nox_runs = []
     sessions = nox_sessions(repo)
     with_pytest = [n for n, cmds in sessions if any(is_pytest(c.argv) for c in cmds)]
@@ -215,10 +248,7 @@ def project_runs(repo: Path, python: str) -> ProjectRuns:
         if name in with_pytest or (not with_pytest and "test" in name.lower()):
             nox_runs += [PytestRun(c.source, list(c.argv[1:])) for c in runs]
             out.installs += [i for c in cmds if (i := install_of(c, repo))]
-    out.pytest.append(("nox", nox_runs))
-    make = [PytestRun(c.source, list(c.argv[1:])) for c in makefile_commands(repo) if is_pytest(c.argv)]
-    out.pytest.append(("Makefile", make))
-    return out
+    return nox_runs
 
 
 def _split(command) -> list[str]:
