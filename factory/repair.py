@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import docker.errors
 import requests
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -114,8 +115,8 @@ def collect(image: str, recipe: Recipe, timeout: float) -> Collection:
             with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
                 data = json.loads(tar.extractfile(tar.getmembers()[0]).read())
             col.items, col.errors = data["items"], data["errors"]
-        except Exception:  # pytest stopped before its session (a plugin or conftest failed to load)
-            pass
+        except (docker.errors.NotFound, tarfile.TarError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+            pass  # no (whole) collected.json: pytest stopped before its session (a plugin or conftest failed to load)
         return col
     finally:
         c.remove(force=True)
@@ -241,20 +242,8 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
         return steps
     failure = plugin_failure(col)
     stopped = not col.items and not col.errors and any(s in col.log for s in _ADDOPTS_FAILURE)
-    coverage = next((n for n in COVERAGE_PLUGINS if f"/{n}/" in col.log or f"/{n}.py" in col.log), None)
-    if failure and coverage and f"-p no:{coverage}" not in tried:
-        still = lambda c: plugin_failure(c) is not None  # noqa: E731
-        why = "bugforge measures coverage itself: a project's coverage plugin is never needed"
-        steps.append(_Step(f"startup: {failure[0]}", f"-p no:{coverage}", why, False, still))
-    elif failure:
-        line, name = failure
-        still = lambda c: plugin_failure(c) is not None  # noqa: E731
-        rungs = [f"pip install {shlex.quote(v)}" for v in PYTEST_LADDER]
-        rung = next((r for r in rungs if r not in tried and r not in recipe.install), None)
-        if rung:
-            steps.append(_Step(f"startup: {line}", rung, "a pytest release the plugin supports", True, still))
-        elif name and "/" not in name and f"-p no:{name}" not in tried:
-            steps.append(_Step(f"startup: {line}", f"-p no:{name}", "run without the plugin", False, still))
+    if failure:
+        steps += _plugin_steps(col, failure, recipe, tried)
     elif stopped and not steps and "addopts=" not in " ".join(recipe.pytest_args) and "-o addopts=" not in tried:
         steps.append(
             _Step(
@@ -267,6 +256,24 @@ def plan(col: Collection, recipe: Recipe, repo: Path, tried: set[str]) -> list[_
             )
         )
     return steps
+
+
+def _plugin_steps(col: Collection, failure: tuple[str, str | None], recipe: Recipe, tried: set[str]) -> list[_Step]:
+    """For a plugin that fails at startup: turn a coverage plugin off (bugforge measures coverage itself);
+    else the next pytest release on the ladder; else run without the plugin."""
+    line, name = failure
+    still = lambda c: plugin_failure(c) is not None  # noqa: E731
+    coverage = next((n for n in COVERAGE_PLUGINS if f"/{n}/" in col.log or f"/{n}.py" in col.log), None)
+    if coverage and f"-p no:{coverage}" not in tried:
+        why = "bugforge measures coverage itself: a project's coverage plugin is never needed"
+        return [_Step(f"startup: {line}", f"-p no:{coverage}", why, False, still)]
+    rungs = [f"pip install {shlex.quote(v)}" for v in PYTEST_LADDER]
+    rung = next((r for r in rungs if r not in tried and r not in recipe.install), None)
+    if rung:
+        return [_Step(f"startup: {line}", rung, "a pytest release the plugin supports", True, still)]
+    if name and "/" not in name and f"-p no:{name}" not in tried:
+        return [_Step(f"startup: {line}", f"-p no:{name}", "run without the plugin", False, still)]
+    return []
 
 
 def layer(parent: str, cmds: list[str], tag: str, log: Log, log_file: Path) -> str:
@@ -299,21 +306,10 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
             break
         tried |= {s.action for s in steps}
         cmds = [s.action for s in steps if s.install]
-        failed: dict[str, str] = {}
-        new = image
+        new, failed = image, {}
         if cmds:
             log(f"repair: round {rnd}: {'; '.join(cmds)}")
-            try:
-                new = layer(new, cmds, _tag(root, new, cmds), log, log_dir / f"repair-{rnd}.log")
-            except BugforgeError as e:
-                if len(cmds) == 1:
-                    failed[cmds[0]] = e.what
-                else:  # one at a time, each on what worked so far
-                    for c in cmds:
-                        try:
-                            new = layer(new, [c], _tag(root, new, [c]), log, log_dir / f"repair-{rnd}.log")
-                        except BugforgeError as e1:
-                            failed[c] = e1.what
+            new, failed = _install_layer(image, root, cmds, log, log_dir / f"repair-{rnd}.log")
         kept = [c for c in cmds if c not in failed]
         recipe.install += kept
         recipe.pytest_args += [a for s in steps if not s.install for a in s.action.split()]
@@ -333,6 +329,24 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
             e.fix += f", or build from the project's repository ({url}) at this release's tag"
         raise
     return image
+
+
+def _install_layer(image: str, root: str, cmds: list[str], log: Log, log_file: Path) -> tuple[str, dict[str, str]]:
+    """`image` plus a layer of the install commands `cmds`; when that build fails, one layer per command,
+    each on what worked so far. (the new image, {command: why it failed})."""
+    failed: dict[str, str] = {}
+    try:
+        return layer(image, cmds, _tag(root, image, cmds), log, log_file), failed
+    except BugforgeError as e:
+        if len(cmds) == 1:
+            return image, {cmds[0]: e.what}
+    new = image
+    for c in cmds:
+        try:
+            new = layer(new, [c], _tag(root, new, [c]), log, log_file)
+        except BugforgeError as e1:
+            failed[c] = e1.what
+    return new, failed
 
 
 def exclude(col: Collection, recipe: Recipe) -> None:

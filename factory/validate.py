@@ -198,6 +198,6 @@ def validate_all(
 def validate_one(validator: Validator, c: Candidate) -> Validation:
     try:
         return validator.validate(c)
-    except Exception as e:  # one broken candidate must not stop the run
+    except Exception as e:  # noqa: BLE001 - a worker: one broken candidate is recorded as an error; the run goes on
         msg = {"error": f"{type(e).__name__}: {e}"[:500]}
         return Validation(c.id, "error", mode=validator.mode, messages=msg)
