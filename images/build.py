@@ -42,6 +42,21 @@ def image_exists(tag: str) -> bool:
         return False
 
 
+def _context_tar(context: dict[str, bytes | Path]) -> io.BytesIO:
+    """The build context as a tar archive (bytes as files, a Path as a whole directory)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in context.items():
+            if isinstance(data, Path):
+                tar.add(data, arcname=name)
+                continue
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
 def build_image(
     context: dict[str, bytes | Path],
     tag: str,
@@ -58,22 +73,12 @@ def build_image(
     The tag is set only when the build succeeds. On failure: BugforgeError naming the failing step
     and the last lines of its output; the whole log is kept in `log_file`.
     """
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in context.items():
-            if isinstance(data, Path):
-                tar.add(data, arcname=name)
-                continue
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
     lines: list[str] = []
     step, error = "", ""
     out = open(log_file, "w") if log_file else None
     try:
         for chunk in client().api.build(
-            fileobj=buf,
+            fileobj=_context_tar(context),
             custom_context=True,
             tag=tag,
             buildargs=buildargs or {},
@@ -83,10 +88,8 @@ def build_image(
             forcerm=True,
             decode=True,
         ):
-            text = chunk.get("stream") or chunk.get("status") or ""
-            if "error" in chunk:
-                error = chunk["error"].strip()
-                text = error
+            error = chunk["error"].strip() if "error" in chunk else error
+            text = error if "error" in chunk else chunk.get("stream") or chunk.get("status") or ""
             for line in text.splitlines():
                 if out:
                     out.write(line + "\n")
@@ -163,16 +166,9 @@ def ensure_base_image(
         raise BugforgeError(f"unknown base image source {source!r}", "use auto, registry or bootstrap")
     ca = _ca_bytes(ca_bundle)
     registry_ref = from_image or f"python:{python}-slim"
-    if source in ("auto", "registry"):
-        tag = _tag(python, "registry", registry_ref, ca)
-        if image_exists(tag):
-            return BaseImage(tag, "registry", False)
-    if source in ("auto", "bootstrap") and from_image is None:
-        suite = DEBIAN_FOR_PYTHON.get(python)
-        if suite:
-            tag = _tag(python, "bootstrap", suite, ca)
-            if image_exists(tag):
-                return BaseImage(tag, "bootstrap", False)
+    built = _existing_base(python, source, registry_ref, from_image, ca)
+    if built is not None:
+        return built
     if source in ("auto", "registry"):
         pulled = _pull(registry_ref)
         if pulled is None and (source == "registry" or from_image is not None):
@@ -192,6 +188,20 @@ def ensure_base_image(
         )
     rootfs = bootstrap_rootfs(suite, log)
     return _build_base(python, "bootstrap", suite, rootfs, ca, log)
+
+
+def _existing_base(python: str, source: str, registry_ref: str, from_image: str | None, ca: bytes) -> BaseImage | None:
+    """A base image built before from the registry image, else from debootstrap (as `source` allows)."""
+    if source in ("auto", "registry"):
+        tag = _tag(python, "registry", registry_ref, ca)
+        if image_exists(tag):
+            return BaseImage(tag, "registry", False)
+    suite = DEBIAN_FOR_PYTHON.get(python)
+    if source in ("auto", "bootstrap") and from_image is None and suite:
+        tag = _tag(python, "bootstrap", suite, ca)
+        if image_exists(tag):
+            return BaseImage(tag, "bootstrap", False)
+    return None
 
 
 def _pull(ref: str) -> bool | None:

@@ -77,21 +77,9 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
     c = client()
     df = c.df()
     scope = {f"{p}{n}" for p in PREFIXES for n in only or []}
-
-    def tags(img: dict) -> set[str]:
-        return {t for t in img.get("RepoTags") or [] if t != "<none>:<none>"}
-
-    def names(img: dict) -> set[str]:  # a pulled image may be named only by digest (images push/pull)
-        return tags(img) | set(img.get("RepoDigests") or [])
-
-    def ours(img: dict) -> bool:
-        if only:
-            return bool(tags(img)) and all(t.rsplit(":", 1)[0] in scope for t in tags(img))
-        if tags(img):
-            return all(t.startswith(PREFIXES) for t in tags(img))
-        return any(k in (img.get("Labels") or {}) for k in LABELS)
-
-    images = sorted((i for i in df["Images"] if ours(i)), key=lambda i: "bugforge.instance" not in (i["Labels"] or {}))
+    images = sorted(
+        (i for i in df["Images"] if _ours(i, only, scope)), key=lambda i: "bugforge.instance" not in (i["Labels"] or {})
+    )
     ids = {i["Id"] for i in images}
     stopped = [
         k
@@ -102,53 +90,87 @@ def prune(runs: list[str | Path], *, dry_run: bool = False, only: list[str] | No
     ]
     gone = {k["Id"] for k in stopped}
     users = {k["ImageID"]: k["Names"][0].lstrip("/") for k in df["Containers"] if k["Id"] not in gone}
-    stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or names(i) & keep or i["Id"] in users}
-    parent = {i["Id"]: i["ParentId"] for i in c.api.images(all=True)}
-    held = set()  # what the images that stay are built on
-    for x in stay:
-        while (x := parent.get(x)) and x not in held:
-            held.add(x)
-    verb = "would remove" if dry_run else "removed"
+    stay = {i["Id"] for i in df["Images"] if i["Id"] not in ids or _names(i) & keep or i["Id"] in users}
+    held = _built_on(c, stay)
     out = Pruned()
-    containers = images_own = 0
-    for k in stopped:
-        name = f"container {k['Names'][0].lstrip('/')} ({k['Image']}, {k['State']})"
-        if not dry_run:
-            try:
-                c.api.remove_container(k["Id"])
-            except docker.errors.APIError as e:
-                out.skipped += 1
-                log(f"skipped {name}: {e.explanation or e}")
-                continue
-        out.removed += 1
-        containers += k.get("SizeRw") or 0
-        log(f"{verb} {name} ({size(k.get('SizeRw') or 0)})")
-    for i in images:
-        if names(i) & keep:
-            continue
-        name = f"image {', '.join(sorted(tags(i))) or i['Id'][7:19]}"
-        why = (
-            f"in use by container {users[i['Id']]}"
-            if i["Id"] in users
-            else "a kept image is built on it"
-            if i["Id"] in held
-            else None
-        )
-        if why is None and not dry_run:
-            try:
-                for ref in sorted(tags(i)) or [i["Id"]]:
-                    c.api.remove_image(ref)
-            except docker.errors.APIError as e:
-                why = str(e.explanation or e)
-        if why:
-            out.skipped += 1
-            log(f"skipped {name}: {why}")
-            continue
-        out.removed += 1
-        own = i["Size"] - max(i["SharedSize"], 0)  # the layers no other image shares
-        images_own += own
-        log(f"{verb} {name} ({size(own)})")
+    run = _Removal(c, dry_run, out, log)
+    containers = sum(run.container(k) for k in stopped)
+    images_own = sum(run.image(i, users, held) for i in images if not _names(i) & keep)
     # Layers shared only among the removed images go too: measure what the engine gave back.
     layers = 0 if dry_run else df["LayersSize"] - c.df()["LayersSize"]
     out.reclaimed = containers + max(images_own, layers)
     return out
+
+
+def _tags(img: dict) -> set[str]:
+    return {t for t in img.get("RepoTags") or [] if t != "<none>:<none>"}
+
+
+def _names(img: dict) -> set[str]:  # a pulled image may be named only by digest (images push/pull)
+    return _tags(img) | set(img.get("RepoDigests") or [])
+
+
+def _ours(img: dict, only: list[str] | None, scope: set[str]) -> bool:
+    """Whether prune may consider `img`: bugforge's by name (or, untagged, by label); with `only`, one of
+    those environments' images."""
+    if only:
+        return bool(_tags(img)) and all(t.rsplit(":", 1)[0] in scope for t in _tags(img))
+    if _tags(img):
+        return all(t.startswith(PREFIXES) for t in _tags(img))
+    return any(k in (img.get("Labels") or {}) for k in LABELS)
+
+
+def _built_on(c, stay: set[str]) -> set[str]:
+    """Every image the images in `stay` are built on (their parents, recursively)."""
+    parent = {i["Id"]: i["ParentId"] for i in c.api.images(all=True)}
+    held = set()
+    for x in stay:
+        while (x := parent.get(x)) and x not in held:
+            held.add(x)
+    return held
+
+
+class _Removal:
+    """Removes (or, dry, says it would remove) one container or image at a time, counting in `out`."""
+
+    def __init__(self, c, dry_run: bool, out: Pruned, log: Log):
+        self.c, self.dry_run, self.out, self.log = c, dry_run, out, log
+        self.verb = "would remove" if dry_run else "removed"
+
+    def container(self, k: dict) -> int:
+        """Remove stopped container `k`; the bytes it frees (0 when skipped)."""
+        name = f"container {k['Names'][0].lstrip('/')} ({k['Image']}, {k['State']})"
+        if not self.dry_run:
+            try:
+                self.c.api.remove_container(k["Id"])
+            except docker.errors.APIError as e:
+                self.out.skipped += 1
+                self.log(f"skipped {name}: {e.explanation or e}")
+                return 0
+        self.out.removed += 1
+        self.log(f"{self.verb} {name} ({size(k.get('SizeRw') or 0)})")
+        return k.get("SizeRw") or 0
+
+    def image(self, i: dict, users: dict[str, str], held: set[str]) -> int:
+        """Remove image `i` unless a container uses it or a kept image is built on it; the bytes of the
+        layers no other image shares (0 when skipped)."""
+        name = f"image {', '.join(sorted(_tags(i))) or i['Id'][7:19]}"
+        why = None
+        if i["Id"] in users:
+            why = f"in use by container {users[i['Id']]}"
+        elif i["Id"] in held:
+            why = "a kept image is built on it"
+        elif not self.dry_run:
+            try:
+                for ref in sorted(_tags(i)) or [i["Id"]]:
+                    self.c.api.remove_image(ref)
+            except docker.errors.APIError as e:
+                why = str(e.explanation or e)
+        if why:
+            self.out.skipped += 1
+            self.log(f"skipped {name}: {why}")
+            return 0
+        self.out.removed += 1
+        own = i["Size"] - max(i["SharedSize"], 0)  # the layers no other image shares
+        self.log(f"{self.verb} {name} ({size(own)})")
+        return own

@@ -270,7 +270,7 @@ def local_refs(name: str) -> list[str]:
     records them); [] when there is none, or no engine."""
     try:
         return list(client().images.get(name).attrs.get("RepoDigests") or [])
-    except Exception:
+    except (docker.errors.DockerException, BugforgeError):  # no such image; no engine answers
         return []
 
 
