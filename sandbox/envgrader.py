@@ -106,23 +106,9 @@ class EnvGrader:
             },
             timeout,
         )
-        if resp.get("lost"):
-            return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0, log=resp["lost"])
-        if resp.get("setup_rc") == 96:
-            return GradeResult(
-                iid,
-                False,
-                "ERROR",
-                seconds=time.monotonic() - t0,
-                log="the instance's bug_patch does not apply to its environment image",
-            )
-        if resp.get("setup_rc") == tamper.TAMPER_EXIT:
-            log = resp.get("setup_log", "")
-            return suspicious(iid, tamper.reasons(log), time.monotonic() - t0, log)
-        if resp.get("setup_rc") == 97:
-            return GradeResult(
-                iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0, log=resp.get("setup_log", "")[-2000:]
-            )
+        failed = _setup_failure(iid, resp, t0)
+        if failed is not None:
+            return failed
         outcomes = {t: "passed" for t in tests}  # baseline outcomes, for the tests that cannot see the change
         log = resp.get("setup_log", "")
         if resp.get("setup_rc"):
@@ -161,3 +147,27 @@ class EnvGrader:
 
     def close(self) -> None:
         self.bench.close()
+
+
+def _setup_failure(iid: str, resp: dict, t0: float) -> GradeResult | None:
+    """The grade when the bench was lost or the setup stopped before the tests: the bug does not apply
+    (96), tampering (TAMPER_EXIT), the patch does not apply (97); None otherwise."""
+    if resp.get("lost"):
+        return GradeResult(iid, False, "ERROR", seconds=time.monotonic() - t0, log=resp["lost"])
+    rc = resp.get("setup_rc")
+    if rc == 96:
+        return GradeResult(
+            iid,
+            False,
+            "ERROR",
+            seconds=time.monotonic() - t0,
+            log="the instance's bug_patch does not apply to its environment image",
+        )
+    if rc == tamper.TAMPER_EXIT:
+        log = resp.get("setup_log", "")
+        return suspicious(iid, tamper.reasons(log), time.monotonic() - t0, log)
+    if rc == 97:
+        return GradeResult(
+            iid, False, "PATCH_FAILED", False, seconds=time.monotonic() - t0, log=resp.get("setup_log", "")[-2000:]
+        )
+    return None

@@ -56,7 +56,7 @@ def find_environments(rows: list[dict], *dirs: Path) -> list[tuple[EnvRecord, Te
         for f in [Path(d) / "env.json", *Path(d).glob("*/env.json")] if Path(d).is_dir() else []:
             try:
                 env = load_env(f)
-            except Exception:
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):  # not an env.json of ours
                 continue
             if env.image in wanted and env.image not in found:
                 tm = f.parent / "testmap.json.gz"
@@ -84,6 +84,43 @@ def evaluate(
     its nodes; this process writes the logs and reports either way."""
     by_id = {r["instance_id"]: r for r in rows}
     preds = {p.instance_id: p for p in map(as_prediction, predictions)}
+    model = _check(by_id, preds, run_id)
+    run = _Run(by_id, preds, Path(log_dir) / run_id / model, envs, workers)
+    reports, todo = run.recorded()
+    progress("grading", 0, len(todo))
+    done = 0
+    if ray is not None:
+        from bugforge.cluster import fan_out
+
+        items = [(i, (by_id[i], preds[i].model_patch)) for i in todo]
+        results = (
+            run.write(i, g) for i, g in fan_out(ray, partial(RemoteGrader, envs), grade_one, items, workers=workers)
+        )
+    else:
+        pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        results = (f.result() for f in as_completed([pool.submit(run.one, i) for i in todo]))
+    try:
+        for iid, rep in results:
+            with run.lock:
+                if "error" not in rep:
+                    reports[iid] = rep
+                done += 1
+            progress("grading", done, len(todo))
+    finally:
+        results.close()  # (on Ray: the actors go)
+        if ray is None:
+            pool.shutdown()
+        run.close()
+    report = run_report(rows, preds, reports)
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    out = Path(report_dir) / f"{model}.{run_id}.json"
+    out.write_text(json.dumps(report, indent=4))
+    (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
+    return report, out
+
+
+def _check(by_id: dict[str, dict], preds: dict[str, Prediction], run_id: str) -> str:
+    """Refuse predictions of unknown instances, none at all, and ids that are not names; the model's folder."""
     unknown = sorted(set(preds) - set(by_id))
     if unknown:
         raise BugforgeError(
@@ -96,42 +133,53 @@ def evaluate(
     model = model_folder(next(iter(preds.values())).model_name_or_path)
     for iid in preds:
         check_name("instance id", iid, "evaluate against a dataset whose instance ids are names")
-    base = Path(log_dir) / run_id / model
-    reports: dict[str, dict] = {}
-    todo = []
-    for iid, p in preds.items():
-        f = base / iid / "report.json"
-        if f.exists():
-            reports[iid] = json.loads(f.read_text())[iid]
-        elif p.model_patch.strip():
-            todo.append(iid)
-    lock = threading.Lock()
-    progress("grading", 0, len(todo))
-    env_of = {e.image: (e, tm) for e, tm in envs}
-    pools: dict[str, GraderPool] = {}
+    return model
 
-    def pool_for(row: dict) -> GraderPool | None:
-        env, tm = env_of.get(row.get("env_image"), (None, None))
+
+class _Run:
+    """One evaluation: grades each prediction (warm where an environment is known, else fresh) and writes
+    its SWE-bench-style logs under `base`."""
+
+    def __init__(self, by_id, preds, base: Path, envs, workers: int):
+        self.by_id, self.preds, self.base, self.workers = by_id, preds, base, workers
+        self.env_of = {e.image: (e, tm) for e, tm in envs}
+        self.pools: dict[str, GraderPool] = {}
+        self.lock = threading.Lock()
+
+    def recorded(self) -> tuple[dict[str, dict], list[str]]:
+        """(reports a previous run of this run id wrote, the instances still to grade: those with a patch)."""
+        reports, todo = {}, []
+        for iid, p in self.preds.items():
+            f = self.base / iid / "report.json"
+            if f.exists():
+                reports[iid] = json.loads(f.read_text())[iid]
+            elif p.model_patch.strip():
+                todo.append(iid)
+        return reports, todo
+
+    def pool_for(self, row: dict) -> GraderPool | None:
+        env, tm = self.env_of.get(row.get("env_image"), (None, None))
         if env is None or not warm_gradable(row, env):
             return None
-        with lock:
-            if env.image not in pools:
-                pools[env.image] = GraderPool(lambda: EnvGrader(env, tm), min(max(1, workers), cpus()))
-            return pools[env.image]
+        with self.lock:
+            if env.image not in self.pools:
+                self.pools[env.image] = GraderPool(lambda: EnvGrader(env, tm), min(max(1, self.workers), cpus()))
+            return self.pools[env.image]
 
-    def one(iid: str):
+    def one(self, iid: str):
+        row, patch = self.by_id[iid], self.preds[iid].model_patch
         try:
-            pool = pool_for(by_id[iid])
+            pool = self.pool_for(row)
             if pool is None:
-                g = grade_patch(by_id[iid], preds[iid].model_patch)
+                g = grade_patch(row, patch)
             else:
                 with pool.lend() as warm:
-                    g = warm.grade(by_id[iid], preds[iid].model_patch)
-        except Exception as e:  # e.g. the image is missing: an error, as in SWE-bench's harness
+                    g = warm.grade(row, patch)
+        except Exception as e:  # noqa: BLE001 - a worker: e.g. a missing image is this instance's error (as in SWE-bench's harness); the run goes on
             return iid, {"error": f"{type(e).__name__}: {e}"}
-        return write(iid, g)
+        return self.write(iid, g)
 
-    def write(iid: str, g: GradeResult | str):
+    def write(self, iid: str, g: GradeResult | str):
         if isinstance(g, str):
             return iid, {"error": g}
         if g.status in ("PATCH_FAILED", "TIMEOUT", "ERROR"):  # the harness writes no report for these: errors
@@ -148,41 +196,16 @@ def evaluate(
             rep["tamper"] = g.tamper
         if g.patch_applied:
             rep["tests_status"] = {"FAIL_TO_PASS": g.FAIL_TO_PASS, "PASS_TO_PASS": g.PASS_TO_PASS}
-        d = base / iid
+        d = self.base / iid
         d.mkdir(parents=True, exist_ok=True)
-        (d / "patch.diff").write_text(preds[iid].model_patch)
+        (d / "patch.diff").write_text(self.preds[iid].model_patch)
         (d / "test_output.txt").write_text(json.dumps(g.outcomes, indent=1) + "\n" + g.log)
         (d / "report.json").write_text(json.dumps({iid: rep}, indent=4))
         return iid, rep
 
-    done = 0
-    if ray is not None:
-        from bugforge.cluster import fan_out
-
-        items = [(i, (by_id[i], preds[i].model_patch)) for i in todo]
-        results = (write(i, g) for i, g in fan_out(ray, partial(RemoteGrader, envs), grade_one, items, workers=workers))
-    else:
-        pool = ThreadPoolExecutor(max_workers=max(1, workers))
-        results = (f.result() for f in as_completed([pool.submit(one, i) for i in todo]))
-    try:
-        for iid, rep in results:
-            with lock:
-                if "error" not in rep:
-                    reports[iid] = rep
-                done += 1
-            progress("grading", done, len(todo))
-    finally:
-        results.close()  # (on Ray: the actors go)
-        if ray is None:
-            pool.shutdown()
-        for p in pools.values():
+    def close(self) -> None:
+        for p in self.pools.values():
             p.close()
-    report = run_report(rows, preds, reports)
-    Path(report_dir).mkdir(parents=True, exist_ok=True)
-    out = Path(report_dir) / f"{model}.{run_id}.json"
-    out.write_text(json.dumps(report, indent=4))
-    (Path(report_dir) / f"{model}.{run_id}.html").write_text(html_summary(report, rows, model, run_id))
-    return report, out
 
 
 class RemoteGrader:
@@ -210,7 +233,7 @@ def grade_one(grader: RemoteGrader, item: tuple[dict, str]) -> GradeResult | str
     """A grade, or the error that stopped it (as `evaluate` records it)."""
     try:
         return grader.grade(*item)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - a worker: the error is this instance's record (as SWE-bench's harness); the run goes on
         return f"{type(e).__name__}: {e}"
 
 

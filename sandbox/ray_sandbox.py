@@ -13,11 +13,14 @@ sessions. Ray is imported only when a RaySandbox is made."""
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from typing import Any
 
 from bugforge.cluster import ClusterConfig
 from bugforge.errors import BugforgeError
+
+log = logging.getLogger("bugforge.sandbox")
 
 HINT = "its node or actor was lost (see `ray status`); the session's container went with it"
 
@@ -205,12 +208,16 @@ class RaySandbox:
 
     def shutdown(self) -> None:
         """Close every session and end the actors."""
+        from ray.exceptions import RayError
+
         with self.lock:
             self.open.clear()
         for a in self.actors:
             try:
                 self.ray.get(a.shutdown.remote(), timeout=120)
-            except Exception:
-                pass
+            except (RayError, TimeoutError) as e:  # logged: the actor is killed either way
+                log.warning(
+                    "ray sandbox: an actor's shutdown failed: %s", str(e).splitlines()[0][:200] if str(e) else e
+                )
             self.ray.kill(a, no_restart=True)
         self.actors = []

@@ -61,11 +61,19 @@ def create_app(
 ) -> FastAPI:
     app = FastAPI(title="bugforge sandbox", version="1", description="Sessions in containers for coding agents.")
     bearer = HTTPBearer(auto_error=False)
-    stop = threading.Event()
 
     def auth(cred: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
         if cred is None or not hmac.compare_digest(cred.credentials.encode(), token.encode()):
             raise HTTPException(401, "missing or wrong bearer token")
+
+    _guards(app, max_body)
+    _lifecycle(app, runtime, session_ttl, reap_every)
+    _routes(app, runtime, [Depends(auth)])
+    return app
+
+
+def _guards(app: FastAPI, max_body: int) -> None:
+    """The request-size limit, and the errors' answers: a BugforgeError 400 with its line, NoSession 404."""
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
@@ -86,11 +94,17 @@ def create_app(
     async def missing(request: Request, e: NoSession):
         return JSONResponse({"detail": str(e)}, status_code=404)
 
+
+def _lifecycle(app: FastAPI, runtime: Runtime, session_ttl: float, reap_every: float) -> None:
+    """Start: remove dead processes' containers, start the reaper of idle sessions. Shutdown: close this
+    service's sessions, then remove dead processes' containers again."""
+    stop = threading.Event()
+
     def reaper():
         while not stop.wait(reap_every):
             try:
                 runtime.reap(session_ttl)
-            except Exception:  # logged; the reaper must outlive one failed round (the engine restarting)
+            except Exception:  # noqa: BLE001 - logged with its traceback; the reaper must outlive one failed round (the engine restarting)
                 log.exception("sandbox service: closing idle sessions failed; retrying in %s s", reap_every)
 
     @app.on_event("startup")
@@ -109,8 +123,8 @@ def create_app(
         runtime.shutdown()
         runtime.remove_orphans()
 
-    deps = [Depends(auth)]
 
+def _routes(app: FastAPI, runtime: Runtime, deps: list) -> None:
     @app.get("/health")
     def health() -> dict:
         return {"status": "ok", "sessions": len(runtime.sessions), "time": time.time()}
@@ -132,6 +146,21 @@ def create_app(
     def create(req: CreateRequest) -> dict:
         s = runtime.create(req.image, req.instance_id)
         return {"id": s.id, "image": s.image, "instance_id": s.instance_id, "user": s.user}
+
+    _session_routes(app, runtime, deps)
+
+    @app.post("/grade", dependencies=deps)
+    def grade(req: GradeRequest) -> dict:
+        from bugforge.sandbox.grader import grade_patch
+
+        inst = runtime.instances.get(req.instance_id)
+        if inst is None:
+            raise BugforgeError(f"unknown instance {req.instance_id!r}", "start the service with a dataset that has it")
+        return asdict(grade_patch(inst, req.patch))
+
+
+def _session_routes(app: FastAPI, runtime: Runtime, deps: list) -> None:
+    """One session's operations (an unknown id: NoSession, 404)."""
 
     @app.post("/sessions/{sid}/run", dependencies=deps)
     def run(sid: str, req: RunRequest) -> dict:
@@ -168,14 +197,3 @@ def create_app(
         runtime.get(sid)
         runtime.close(sid)
         return {"ok": True}
-
-    @app.post("/grade", dependencies=deps)
-    def grade(req: GradeRequest) -> dict:
-        from bugforge.sandbox.grader import grade_patch
-
-        inst = runtime.instances.get(req.instance_id)
-        if inst is None:
-            raise BugforgeError(f"unknown instance {req.instance_id!r}", "start the service with a dataset that has it")
-        return asdict(grade_patch(inst, req.patch))
-
-    return app

@@ -15,6 +15,9 @@ import secrets
 import time
 from dataclasses import dataclass
 
+import docker.errors
+import requests
+
 from bugforge.stream import ExecStream, StreamClosed
 
 FORK_FAILED = re.compile(r"\bfork: (retry: )?Resource temporarily unavailable")  # bash's, sh's words
@@ -121,8 +124,8 @@ class Shell:
         limit = (self.container.attrs.get("HostConfig") or {}).get("PidsLimit") or 0
         try:
             return limit > 0 and len(self.container.top(ps_args="-e").get("Processes") or []) >= limit // 2
-        except Exception:
-            return True
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
+            return True  # the engine cannot count them: assume crowded (the shell is restarted)
 
     def _collect(self, mark: str, deadline: float) -> tuple[str, int | None, bool, bool]:
         """Read until `mark`; keep the first `output_cap` bytes. Past the deadline (or past `runaway`
