@@ -124,7 +124,7 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
                 data = tomllib.loads(p.read_text())
             else:
                 data = json.loads(p.read_text())
-        except Exception as e:
+        except (OSError, ValueError) as e:  # unreadable, or not TOML/JSON (their decode errors are ValueErrors)
             raise BugforgeError(f"config file {path} cannot be read: {e}", "fix its syntax") from None
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
     known = {f.name for f in dataclasses.fields(cls)}
@@ -136,23 +136,26 @@ def load_config(cls, path: str | None, overrides: dict | None = None):
         )
     cfg = cls(**data)
     if isinstance(cfg, GRPOTrainConfig):
-        if cfg.preset not in PRESETS:
-            raise BugforgeError(f"unknown preset {cfg.preset!r}", f"use one of {', '.join(PRESETS)}")
-        if cfg.reward not in ("binary", "partial"):
-            raise BugforgeError(f"unknown reward {cfg.reward!r}", "use binary or partial")
-        if cfg.backend not in ("transformers", "vllm_colocate", "vllm_server"):
-            raise BugforgeError(f"unknown backend {cfg.backend!r}", "use transformers, vllm_colocate or vllm_server")
-        if cfg.harness not in HARNESSES:
-            raise BugforgeError(f"unknown harness {cfg.harness!r}", f"use one of {', '.join(HARNESSES)}")
-        if cfg.tool_template not in TOOL_TEMPLATES:
-            raise BugforgeError(
-                f"unknown tool_template {cfg.tool_template!r}", f"use one of {', '.join(TOOL_TEMPLATES)}"
-            )
-        if cfg.stage not in STAGES:
-            raise BugforgeError(f"unknown curriculum stage {cfg.stage!r}", f"use one of {', '.join(STAGES)}")
-        if cfg.stage != "full" and cfg.harness != "rollout":
-            raise BugforgeError(f"stage {cfg.stage} needs harness rollout", 'set harness = "rollout"')
-        cfg.agent_config().check()  # the prompt file
-        if cfg.num_generations < 2:
-            raise BugforgeError("num_generations must be at least 2 (GRPO compares episodes within a group)")
+        _check_grpo(cfg)
     return cfg
+
+
+def _check_grpo(cfg: GRPOTrainConfig) -> None:
+    """Refuse a GRPO config naming an unknown preset, reward, backend, harness, template or stage."""
+    if cfg.preset not in PRESETS:
+        raise BugforgeError(f"unknown preset {cfg.preset!r}", f"use one of {', '.join(PRESETS)}")
+    if cfg.reward not in ("binary", "partial"):
+        raise BugforgeError(f"unknown reward {cfg.reward!r}", "use binary or partial")
+    if cfg.backend not in ("transformers", "vllm_colocate", "vllm_server"):
+        raise BugforgeError(f"unknown backend {cfg.backend!r}", "use transformers, vllm_colocate or vllm_server")
+    if cfg.harness not in HARNESSES:
+        raise BugforgeError(f"unknown harness {cfg.harness!r}", f"use one of {', '.join(HARNESSES)}")
+    if cfg.tool_template not in TOOL_TEMPLATES:
+        raise BugforgeError(f"unknown tool_template {cfg.tool_template!r}", f"use one of {', '.join(TOOL_TEMPLATES)}")
+    if cfg.stage not in STAGES:
+        raise BugforgeError(f"unknown curriculum stage {cfg.stage!r}", f"use one of {', '.join(STAGES)}")
+    if cfg.stage != "full" and cfg.harness != "rollout":
+        raise BugforgeError(f"stage {cfg.stage} needs harness rollout", 'set harness = "rollout"')
+    cfg.agent_config().check()  # the prompt file
+    if cfg.num_generations < 2:
+        raise BugforgeError("num_generations must be at least 2 (GRPO compares episodes within a group)")

@@ -133,7 +133,7 @@ class BatchedGenerator:
             outs = generate_batch(self.model, self.tok, [r.ids for r in batch], [r.max_new for r in batch], first)
             for r, o in zip(batch, outs):
                 r.result = o
-        except BaseException as e:  # every waiting episode learns of it
+        except BaseException as e:  # noqa: BLE001 - handed to every waiting episode, each of which raises it
             for r in batch:
                 r.error = e
         finally:

@@ -11,6 +11,7 @@ drives an environment, and the commands: docs/trl-environment.md."""
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +24,7 @@ from bugforge.errors import BugforgeError
 from bugforge.training.config import TOOL_TEMPLATES
 from bugforge.training.rollout import reward_of
 
+log = logging.getLogger("bugforge.training")
 CHATML = ("<|im_start|>", "<|im_end|>")
 
 
@@ -183,7 +185,7 @@ class BugforgeToolEnv:
             ep.reward = reward_of(grade, self._factory.reward)
             ep.resolved = bool(grade and grade.resolved)
             ep.status = grade.status if grade else ("ERROR" if ep.error else "EMPTY_PATCH")
-        except Exception as e:  # grading infrastructure failed: no reward, said in the record
+        except Exception as e:  # noqa: BLE001 - grading infrastructure failed: recorded (infra: out of the group's statistics), no reward
             ep.reward, ep.status, ep.error, ep.infra = 0.0, "ERROR", str(e), True
         self._factory._graded(ep)
         self._episode, self._grading = None, None
@@ -265,7 +267,7 @@ class BugforgeToolEnv:
         ep, inst, f = self._episode, self._instance, self._factory
         try:
             ep.patch = self._pending.result().diff() if self._pending else ""
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - the sandbox failed: recorded in the episode (infra), which is left out
             ep.error, ep.infra = f"no diff: {e}", True
         self._close()
         self._grading = f.pool.submit(_grade, f.sandbox, inst, ep.patch, f.grade_timeout)
@@ -277,11 +279,12 @@ class BugforgeToolEnv:
             return
         try:
             session = pending.result()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the session never started: nothing to close (the episode recorded why)
             return
         try:
             self._factory.sandbox.close(session.id)
-        except Exception:
+        except Exception as e:  # noqa: BLE001 - clean-up: whatever the backend raised, the session is closed directly
+            log.warning("closing session %s through the sandbox failed (%s); closing it directly", session.id, e)
             session.close()
 
 
