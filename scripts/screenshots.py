@@ -20,6 +20,7 @@ import uvicorn
 from bugforge.view.app import create_app
 from bugforge.view.datasets import dataset_index
 from bugforge.view.headless import CHROMIUM, CHROMIUM_ARGS
+from bugforge.view.jsonl import UNREADABLE
 from bugforge.view.runs import load_report, trajectory_index
 from bugforge.view.scan import scan
 
@@ -28,8 +29,19 @@ def readable(path: Path) -> bool:
     try:
         load_report(path)
         return True
-    except Exception:
+    except UNREADABLE:
         return False
+
+
+def longest_trajectory(root: Path, files: list[str]):
+    """(file, line, summary) of the trajectory with the most turns (a model's over the scripted oracle's)."""
+    best = None
+    for rel in files:
+        for r in trajectory_index(root / rel).rows:
+            rank = (r.summary.turns, "oracle" not in r.summary.model)
+            if best is None or rank > (best[2].turns, "oracle" not in best[2].model):
+                best = (rel, r.line, r.summary)
+    return best
 
 
 def pages(root: Path) -> dict[str, str]:
@@ -39,12 +51,7 @@ def pages(root: Path) -> dict[str, str]:
     data = max(runs.datasets, key=lambda r: len(dataset_index(root / r).rows), default=None)
     if data:
         out["dataset"] = f"/dataset?path={quote(data)}"
-    best = None  # the trajectory with the most turns, and its instance
-    for rel in runs.trajectories:
-        for r in trajectory_index(root / rel).rows:
-            rank = (r.summary.turns, "oracle" not in r.summary.model)  # a model's episode over the scripted oracle's
-            if best is None or rank > (best[2].turns, "oracle" not in best[2].model):
-                best = (rel, r.line, r.summary)
+    best = longest_trajectory(root, runs.trajectories)
     if best and data:
         out["instance"] = f"/instance?path={quote(data)}&id={quote(best[2].instance_id)}"
     elif data:

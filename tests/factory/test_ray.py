@@ -61,7 +61,7 @@ def test_a_node_lost_mid_run_changes_no_label_and_duplicates_nothing(cluster, pl
     def run():
         try:
             generate(d, max_candidates=6, workers=3, strategies=STRATEGIES, ray=cluster.address, log=lambda m: None)
-        except BaseException as e:
+        except BaseException as e:  # noqa: BLE001 - carried to the test's thread, which asserts on it
             err.append(e)
 
     t = threading.Thread(target=run)

@@ -33,7 +33,7 @@ def _collect(tmp_path, child_body):
             os.environ[channel.ENV] = str(theirs.detach())
             channel.sender()
             code = child_body() or 0
-        except BaseException:
+        except BaseException:  # noqa: BLE001 - a forked child must never return into pytest: any failure is exit 99
             code = 99
         os._exit(code)
     theirs.close()
