@@ -14,6 +14,7 @@ import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from bugforge.errors import BugforgeError
@@ -310,35 +311,16 @@ def generate(
 
     singles = propose(env, testmap, wanted, max_candidates, seed, lm, log)
     singles = add(singles)
-    done = validate_all(
-        env,
-        testmap,
-        singles,
-        done,
-        mode=mode,
-        workers=workers,
-        path=val_path,
-        progress=progress,
-        phase="validate",
-        ray=ray,
+    validate = partial(
+        validate_all, env, testmap, mode=mode, workers=workers, path=val_path, progress=progress, ray=ray
     )
+    done = validate(singles, done, phase="validate")
     combos: list[Candidate] = []
     if "combine" in wanted:
         valid = [(c, done[c.id]) for c in singles if done.get(c.id) and done[c.id].status == "valid"]
         limit = max_combos if max_combos is not None else max(5, len(valid) // 5)
         combos = add(combinations(valid, limit, seed, env.repo_dir))
-        done = validate_all(
-            env,
-            testmap,
-            combos,
-            done,
-            mode=mode,
-            workers=workers,
-            path=val_path,
-            progress=progress,
-            phase="combine",
-            ray=ray,
-        )
+        done = validate(combos, done, phase="combine")
     return report(singles + combos, done)
 
 

@@ -27,6 +27,17 @@ def unreadable(what: str, e: Exception) -> PageError:
     return PageError(422, f"{what} could not be read: {type(e).__name__}: {e}")
 
 
+def _record(read, what: str):
+    """One record of a file, read by `read`: its KeyError (no such record) is a 404, a record that cannot be
+    read a 422 naming `what`."""
+    try:
+        return read()
+    except KeyError as e:
+        raise PageError(404, str(e.args[0]))
+    except UNREADABLE as e:
+        raise unreadable(what, e)
+
+
 class Pages:
     """The viewer's pages over one runs directory."""
 
@@ -203,12 +214,7 @@ class Pages:
     def instance(self, path: str, id: str, view: str = "unified"):
         p = self.file(path)
         idx = ds.dataset_index(p)
-        try:
-            inst = ds.instance(idx, id)
-        except KeyError as e:
-            raise PageError(404, str(e.args[0]))
-        except UNREADABLE as e:
-            raise unreadable(f"instance {id}", e)
+        inst = _record(lambda: ds.instance(idx, id), f"instance {id}")
         vals = ds.validations(p.parent)
         validation = ds.validation_of(vals, id) if vals else None
         return self.html(
@@ -231,12 +237,7 @@ class Pages:
 
     def trajectory(self, path: str, line: int):
         idx = self._traj_index(self.file(path), path)
-        try:
-            traj = rn.trajectory(idx, line)
-        except KeyError as e:
-            raise PageError(404, str(e.args[0]))
-        except UNREADABLE as e:
-            raise unreadable(f"the trajectory on line {line}", e)
+        traj = _record(lambda: rn.trajectory(idx, line), f"the trajectory on line {line}")
         grades = self._grades(traj.instance_id, traj.model)
         return self.html("trajectory.html", rel=path, line=line, traj=traj, turns=rn.turns(traj), grades=grades)
 
