@@ -22,6 +22,7 @@ import httpx
 
 from bugforge.errors import BugforgeError
 from bugforge.paths import cache_home
+from bugforge.testing.fold import FIXED_DATE
 
 SKIP_DIRS = {
     ".git",
@@ -38,7 +39,6 @@ SKIP_DIRS = {
     ".eggs",
     ".hypothesis",
 }
-FIXED_DATE = "2000-01-01T00:00:00+0000"
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bugforge",
     "GIT_AUTHOR_EMAIL": "bugforge@localhost",

@@ -22,7 +22,6 @@ import docker.errors
 from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
 from bugforge.factory import statement
-from bugforge.factory.acquire import FIXED_DATE
 from bugforge.factory.generate import Scratch, load_validated
 from bugforge.factory.layers import Base, Thin
 from bugforge.factory.rows_file import drop_stale, upgrade, write_card
@@ -37,6 +36,7 @@ from bugforge.records import (
     read_jsonl,
 )
 from bugforge.testing import tamper
+from bugforge.testing.fold import fold_script
 from bugforge.testing.testrun import (
     OUT,
     PACKAGE,
@@ -48,21 +48,11 @@ from bugforge.testing.testrun import (
     tools_digest,
 )
 
-# Folds the bug into the single commit and deletes every object only the old state reached.
+# Folds the bug into the single commit (bugforge.testing.fold, the process backend's too), gives the tree to
+# the test user and records the baseline the sweep compares with; prints the commit
 FOLD = f"""set -e
 cd /testbed
-old=$(git rev-parse HEAD)
-git apply /tmp/bugforge-bug.diff
-rm /tmp/bugforge-bug.diff
-git add -A
-GIT_AUTHOR_DATE='{FIXED_DATE}' GIT_COMMITTER_DATE='{FIXED_DATE}' git commit -q --amend --no-edit --allow-empty
-new=$(git rev-parse HEAD)
-git rev-list --objects "$old" | cut -d' ' -f1 | sort > /tmp/old.txt
-git rev-list --objects "$new" | cut -d' ' -f1 | sort > /tmp/new.txt
-for o in $(comm -23 /tmp/old.txt /tmp/new.txt); do rm -f ".git/objects/${{o:0:2}}/${{o:2}}"; done
-rm -rf .git/logs .git/ORIG_HEAD /tmp/old.txt /tmp/new.txt
-test -z "$(git status --porcelain)"
-if id -u agent >/dev/null 2>&1; then chown -R agent /testbed; fi
+{fold_script("/tmp/bugforge-bug.diff")}if id -u agent >/dev/null 2>&1; then chown -R agent /testbed; fi
 {tamper.capture(tamper.IMAGE_MANIFEST)}
 git rev-parse HEAD
 """

@@ -7,7 +7,9 @@ read-only at /opt/bugforge, its own /proc and /dev, no network, its own pid, IPC
 user namespace in which the session's user (the image's `agent`, uid from its /etc/passwd) owns the
 workspace, `--die-with-parent --new-session`, and the session's rlimits (address space, CPU seconds,
 processes, no core files) through `prlimit`, hard and soft alike. Unconfined (only when asked for), the
-same programs run as this process's user on this machine's file system, in the session's folder.
+same programs run as this process's user on this machine's file system, in the session's folder. A
+grading's jail (`root`, sandbox/processgrade.py) has no user namespace: it runs as this machine's root
+with GRADING_CAPS only, so the tests can run as a second user (the image's `agent`, its real uid here).
 
 `ProcessShell` is sandbox/shell.py's Shell (same protocol, markers, timeouts, output cap, restarts)
 over a `PtyStream`, a local process on a pseudo-terminal that is its controlling terminal, so ^C
@@ -40,6 +42,11 @@ CTTY = (
     "os.execvp(sys.argv[1], sys.argv[1:])"
 )
 SHELL = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
+# what grading's root keeps (a subset of Docker's default set): launch.py gives the tree to the test user
+# (CHOWN), becomes it (SETUID, SETGID) and kills it (KILL); the sweep and git work on its files (DAC_*, FOWNER)
+GRADING_CAPS = (
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_KILL", "CAP_SETGID", "CAP_SETUID",
+)  # fmt: skip
 
 
 def memory_bytes(text: str) -> int:
@@ -72,6 +79,11 @@ class Jail:
     """prlimit options without dashes (as, cpu, nproc, core) -> value."""
     bwrap: str = "bwrap"
     unconfined: bool = False
+    root: bool = False
+    """Run as this machine's root with GRADING_CAPS and no user namespace (only grading does; only when
+    this process is root): launch.py can then give the tree to the test user, become it and kill it."""
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    """More read-write binds (folder here, path inside): grading's test user's HOME."""
 
     @property
     def workspace(self) -> str:
@@ -107,11 +119,18 @@ class Jail:
             "--ro-bind", str(self.tools), PROBE_DIR,
             "--proc", "/proc", "--dev", "/dev",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-            "--unshare-user", "--uid", str(self.uid), "--gid", str(self.gid),
+            *(a for here, there in self.binds for a in ("--bind", here, there)),
+            *self._user(),
             "--die-with-parent", "--new-session",
             "--chdir", chdir or self.workdir,
             *cmd,
         ]  # fmt: skip
+
+    def _user(self) -> list[str]:
+        """bubblewrap's options for who runs: the session's user in a user namespace, or root (`root`)."""
+        if self.root:
+            return [a for cap in GRADING_CAPS for a in ("--cap-add", cap)]
+        return ["--unshare-user", "--uid", str(self.uid), "--gid", str(self.gid)]
 
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a session's program: the image's, then HOME/USER, then `extra`."""

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bugforge.records import TestRun
 from bugforge.testing import tamper
 from bugforge.testing.grading import Grade, grade
 from bugforge.testing.testrun import OUT, TEST_USER, run_tests
+
+Runner = Callable[..., tuple[TestRun, dict | None]]
+"""run_tests's signature: (image, pytest_args, *, selection, timeout, setup, files, user) -> (run, None)."""
 
 APPLY = [
     "git apply --verbose",
@@ -79,14 +84,17 @@ def setup_script(instance: dict, commit: str | None = None, prepare: str = "") -
     )
 
 
-def grade_patch(instance: dict, patch: str, *, timeout: float = 600) -> GradeResult:
+def grade_patch(instance: dict, patch: str, *, timeout: float = 600, runner: Runner | None = None) -> GradeResult:
+    """Grade `patch` against `instance` (module docstring). `runner` runs the tests where the patch goes,
+    with run_tests's arguments and result: default run_tests itself (a fresh container of the instance
+    image); the process backend's gives a fresh private copy of the tree (sandbox/processgrade.py)."""
     iid = instance.get("instance_id", "")
     t0 = time.monotonic()
     f2p, p2p = labels_of(instance)
     if not patch or not patch.strip():
         return GradeResult(iid, False, "EMPTY_PATCH")
     args = instance.get("pytest_args") or ["-p", "no:cacheprovider"]
-    run, _ = run_tests(
+    run, _ = (runner or run_tests)(
         instance["image"],
         args,
         selection=sorted(set(f2p) | set(p2p)),

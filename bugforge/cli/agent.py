@@ -50,8 +50,8 @@ def configure_run_agent(ra) -> None:
         "--backend",
         choices=["docker", "process"],
         default="docker",
-        help="sessions in containers, or with no engine in bubblewrap from --rootfs (process: episodes are not "
-        "graded here; grade the predictions with `bugforge eval` where an engine is; docs/sandbox.md)",
+        help="sessions in containers, or with no engine in bubblewrap from --rootfs (process: episodes are graded "
+        "in a fresh copy of the tree when this runs as root, else not graded here; docs/sandbox.md)",
     )
     ra.add_argument("--rootfs", metavar="DIR", help="with --backend process: the folder `bugforge images rootfs` made")
     ra.add_argument(
@@ -79,7 +79,7 @@ def cmd_run_agent(a) -> int:
     from bugforge.sandbox.evaluate import model_folder
 
     model_folder(a.model)  # the predictions' model name becomes a folder of `bugforge eval`'s logs
-    process = a.backend == "process"  # no engine: no image check, no grading here
+    process = a.backend == "process"  # no engine: no image check; graded in bubblewrap where it can be
     rows = list(load_instances([a.dataset]).values()) if process else load_dataset(a.dataset)
     if a.limit:
         rows = rows[: a.limit]
@@ -123,7 +123,7 @@ def cmd_run_agent(a) -> int:
                 trajectories=traj_path,
                 workers=a.workers,
                 config=cfg,
-                grade=not process,
+                grade=process_grading(box) if process else True,
                 ray=a.ray,
                 progress=bars,
             )
@@ -132,9 +132,11 @@ def cmd_run_agent(a) -> int:
             box.shutdown()
     reasons = Counter(t.exit_reason for t in trajs)
     failed = [t for t in trajs if t.exit_reason in FAILED]
+    graded = [t for t in trajs if t.grade]
     console.print(
         f"{len(trajs)} episodes ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
         f"predictions -> {a.out}; trajectories -> {traj_path}"
+        + (f"; resolved {sum(bool(t.grade['resolved']) for t in graded)} of {len(graded)} graded" if graded else "")
         + (f"; {len(failed)} failed (no prediction written): rerun to retry them" if failed else "")
     )
     if trajs and len(failed) == len(trajs):
@@ -146,6 +148,19 @@ def cmd_run_agent(a) -> int:
             "check --base-url and --model (or the sandbox), then rerun: failed episodes are retried",
         )
     return 0
+
+
+def process_grading(box):
+    """How run-agent grades process-backend episodes: the runtime's grade, or not at all where it cannot
+    keep the graders' guarantees (sandbox/processgrade.py; the reason is printed once)."""
+    from bugforge.sandbox.process import NotGraded
+
+    try:
+        box.grader.check()
+    except NotGraded as e:
+        console.print(f"episodes are not graded here: {e.what} ({e.fix})", markup=False)
+        return False
+    return box.grade
 
 
 def cmd_serve_model(a) -> int:

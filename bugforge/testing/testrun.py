@@ -28,6 +28,7 @@ from bugforge.testing.tools import (
     probe_args,
     probe_env,
     pytest_command,
+    run_script,
     selection_files,
     tools_archive,
     tools_digest,
@@ -81,7 +82,7 @@ def run_tests(
     /tmp/bugforge-out before it starts (name -> content); `user`: the tests run as this user (untrusted
     code: graders), their verdict collected by root (incontainer/launch.py)."""
     cmd = pytest_command(pytest_args, selection, coverage, test_files, workdir, test_limit, lookups, user)
-    script = f"set -e; {setup}\n{cmd}" if setup else cmd
+    script = run_script(setup, cmd)
     c = client().containers.create(
         image,
         ["bash", "-c", script],

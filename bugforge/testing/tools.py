@@ -138,6 +138,12 @@ def pytest_command(
     return f"mkdir -p {OUT} && cd {workdir} && {env} {launch} {' '.join(shlex.quote(a) for a in args)}"
 
 
+def run_script(setup: str, command: str) -> str:
+    """What a test run's container runs: the `setup` lines (set -e: a failing line ends it with its
+    status), then `command` (pytest_command's)."""
+    return f"set -e; {setup}\n{command}" if setup else command
+
+
 def parse_report(data: bytes, run: TestRun) -> None:
     """Fill `run` from the probe's report (JSON lines; a torn last line from a killed run is skipped):
     outcomes, durations, messages, collection errors, a timeout with the test that was running,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,7 +129,7 @@ def test_timeouts_interrupt_and_exit_restarts(runtime, instances):
     assert s.run("echo back; ls /tmp").output == "back\n"
 
 
-def test_agent_flow_gold_patch_passes_and_grades_the_docker_way(runtime, instances):
+def test_agent_flow_gold_patch_passes_and_submit_grades_it(runtime, instances):
     inst = instances[1]
     failing = " ".join(json.loads(inst["FAIL_TO_PASS"]))
     s = runtime.create(instance_id=inst["instance_id"])
@@ -136,10 +138,84 @@ def test_agent_flow_gold_patch_passes_and_grades_the_docker_way(runtime, instanc
     assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
     r = s.run(f"python -m pytest -q -p no:cacheprovider {failing}")
     assert r.exit_code == 0 and "passed" in r.output, r.output
-    with pytest.raises(NotGraded, match="does not grade") as e:
-        s.submit()
-    assert "\n" not in e.value.line()
-    assert grade_patch(inst, s.diff()).resolved  # its diff, graded by the Docker grader
+    s.run("echo junk > /tmp/junk && printf '#!/bin/sh\\nexit 1\\n' > .git/hooks/pre-commit")  # not in the diff
+    g = s.submit()  # graded here, in a fresh copy of the tree
+    assert (g.status, g.resolved, g.tamper) == ("RESOLVED_FULL", True, []), g.log
+    assert grade_patch(inst, s.diff()).resolved  # its diff, graded by the Docker grader too
+
+
+def diffs_for(runtime, inst: dict) -> dict[str, str]:
+    """Diffs of each kind, made in a session: the gold fix, no fix (a comment appended to the buggy
+    module, so the tests still fail), and none at all."""
+    s = runtime.create(instance_id=inst["instance_id"])
+    s.write("fix.diff", inst["patch"])
+    assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
+    gold = s.diff()
+    s.run(f"git checkout -q -- . && echo '# looked at it' >> {inst['files'][0]}")
+    unfixed = s.diff()
+    runtime.close(s.id)
+    return {"gold": gold, "unfixed": unfixed, "empty": ""}
+
+
+def verdict(g) -> tuple:
+    return g.status, g.resolved, g.FAIL_TO_PASS, g.PASS_TO_PASS, bool(g.tamper)
+
+
+def test_grading_equals_the_docker_fresh_grader(runtime, instances):
+    """Gold resolves, an unfixed diff does not, and every verdict (status, per-test sets, tampering)
+    equals the Docker fresh grader's for the same diff on the same instance."""
+    for inst in instances:
+        for kind, diff in diffs_for(runtime, inst).items():
+            mine, docker = runtime.grade(inst["instance_id"], diff), grade_patch(inst, diff)
+            assert verdict(mine) == verdict(docker), (inst["instance_id"], kind, mine.log, docker.log)
+            assert mine.resolved == (kind == "gold"), (inst["instance_id"], kind, mine.status)
+    assert list(runtime._folder().glob("grade-*")) == []  # each grading's copy is gone
+
+
+# out of band (processes left running, the report file), in-process forging, start-up files, changed tests
+RED = (
+    "report rewritten by a double-forked daemon",
+    "round2: exec keeps the pid and speaks on the channel",
+    "pytest reports patched from library code",
+    "exit 0 at import",
+    "conftest forcing passes",
+    "sitecustomize",
+)
+
+
+def test_red_team_patterns_are_not_resolved(runtime, instances):
+    from bugforge.sandbox.redteam import patch_for
+
+    inst = instances[0]
+    for name in RED:
+        patch = patch_for(inst, name)
+        mine, docker = runtime.grade(inst, patch, timeout=60), grade_patch(inst, patch, timeout=60)
+        assert not mine.resolved and mine.status == docker.status, (name, mine.status, docker.status, mine.log)
+
+
+def test_grading_refuses_in_one_line_where_it_cannot_keep_the_guarantees(rootfs, instances, tmp_path):
+    rt = ProcessRuntime(rootfs=rootfs, bwrap="/nonexistent/bwrap", work_dir=tmp_path, unconfined=True)
+    try:
+        s = rt.create(instance_id=instances[0]["instance_id"])
+        with pytest.raises(NotGraded, match="unconfined process sessions cannot be graded") as e:
+            s.submit()
+        assert "\n" not in e.value.line()
+    finally:
+        rt.shutdown()
+    # not root: a user namespace where this process is uid 1000 (bubblewrap would map that one user only)
+    code = (
+        "import sys; from bugforge.sandbox.process import ProcessRuntime, NotGraded\n"
+        f"rt = ProcessRuntime(rootfs={str(rootfs)!r}, work_dir={str(tmp_path)!r})\n"
+        f"try:\n    rt.grade({instances[0]['instance_id']!r}, 'x')\n"
+        "except NotGraded as e:\n    print(e.line())"
+    )
+    r = subprocess.run(
+        ["unshare", "--user", "--map-user=1000", "--map-group=1000", sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.stdout.startswith("error: the process backend grades only as root") and r.stdout.count("\n") == 1, (
+        r.stdout + r.stderr
+    )
 
 
 def test_refuses_without_bubblewrap_unless_unconfined(rootfs, instances, tmp_path):
@@ -182,15 +258,19 @@ def test_unknown_images_and_instances_are_one_line_errors(runtime):
             runtime.create(**kw)
 
 
-def test_run_agent_with_no_engine_then_grade_elsewhere(cli, rootfs, instances, tmp_path):
-    """`bugforge run-agent --backend process`: the scripted oracle's episodes in process sessions; the
-    predictions, graded by the Docker grader, resolve."""
+def test_run_agent_with_no_engine_grades_like_docker(cli, rootfs, instances, tmp_path):
+    """`bugforge run-agent --backend process`: the scripted oracle's episodes in process sessions, graded
+    there (resolved); the predictions, graded by the Docker grader, resolve too."""
     preds = tmp_path / "preds.jsonl"
     r = cli(
         "run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process",
         "--rootfs", str(rootfs), "--out", str(preds), "--workers", "2", timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
+    n = len(instances)
+    assert f"resolved {n} of {n} graded" in " ".join(r.stdout.split()), r.stdout
+    trajs = [json.loads(line) for line in preds.with_suffix(".trajectories.jsonl").read_text().splitlines()]
+    assert [t["grade"]["status"] for t in trajs] == ["RESOLVED_FULL"] * n
     got = {p["instance_id"]: p["model_patch"] for p in map(json.loads, preds.read_text().splitlines())}
     assert sorted(got) == sorted(i["instance_id"] for i in instances)
     for inst in instances:
