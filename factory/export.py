@@ -189,47 +189,12 @@ def export(
     upgrade(out)
     drop_stale(out, env.image, tools_digest())  # (made again below, with this environment and these tools)
     write_card(out)
-    rows = {r["instance_id"]: r for r in read_jsonl(out)}
     todo = valid[:limit] if limit else valid
     if method not in METHODS:
         raise BugforgeError(f"unknown export method {method!r}", f"use one of: {', '.join(METHODS)}")
     progress("export", 0, len(todo))
-    base: Base | None = None
-    thins: list[Thin] = []
-    written: list[TaskInstance] = []  # rows waiting for their batch's images
-    loading: list = []  # the batch being loaded (in a thread, while the next one is made) and its rows
-
-    def settle() -> None:
-        if loading:
-            future, batch_rows = loading.pop()
-            future.result()
-            for row in batch_rows:
-                append_jsonl(out, row)
-                rows[row.instance_id] = row.__dict__
-
-    def flush() -> None:
-        settle()
-        if thins:  # the shared layer goes with the first batch; the engine has it for the next ones
-            loading.append((loader.submit(base.load, list(thins), with_shared=not base.loaded), list(written)))
-            base.loaded = True
-        else:
-            loading.append((loader.submit(lambda: None), list(written)))
-        thins.clear(), written.clear()
-
-    def build(cand: Candidate, tag: str) -> str:
-        nonlocal base
-        if method == "layers":
-            if base is None:
-                base = stack.enter_context(Base(env.image))
-                stack.callback(lambda: [f.exception() for f, _ in loading])  # a load in flight ends first
-            thin = base.layer(cand.patch, tag)
-            if thin:
-                thins.append(thin)
-                return thin.commit
-        return build_instance_image(env, cand, tag)
-
     with Scratch(env.repo_dir) as scratch, ExitStack() as stack:  # one clone for every gold patch
-        loader = stack.enter_context(ThreadPoolExecutor(1))
+        job = _Export(env, out, method, batch, stack)
         tracked = subprocess.run(["git", "-C", env.repo_dir, "ls-files"], capture_output=True, text=True, check=True)
         tracked = tracked.stdout.split()
         for i, (cand, val) in enumerate(todo, 1):
@@ -237,19 +202,67 @@ def export(
             # The environment's key is in the tag: the same bug in a rebuilt environment (a new commit, recipe
             # or toolset) is another image, so an earlier export's rows keep theirs.
             tag = f"bugforge/task.{env.name}:{cand.strategy}-{cand.id[:10]}-{env.key[:8]}"
-            if iid in rows:
-                if not image_exists(rows[iid]["image"]):
-                    build(cand, rows[iid]["image"])  # deterministic: the row stays right
+            if iid in job.rows:
+                if not image_exists(job.rows[iid]["image"]):
+                    job.build(cand, job.rows[iid]["image"])  # deterministic: the row stays right
             else:
-                commit = build(cand, tag)
-                written.append(instance_row(env, cand, val, iid, tag, commit, scratch, seed, statement_lm, tracked))
-            if len(thins) >= batch or not thins:
-                flush()
+                commit = job.build(cand, tag)
+                job.written.append(instance_row(env, cand, val, iid, tag, commit, scratch, seed, statement_lm, tracked))
+            if len(job.thins) >= batch or not job.thins:
+                job.flush()
             progress("export", i, len(todo))
-        flush()
-        settle()
+        job.flush()
+        job.settle()
         progress("export", len(todo), len(todo))
     return out
+
+
+class _Export:
+    """One export's images and rows: with "layers", thin layers are gathered and loaded `batch` at a time
+    (in a thread, while the next batch is made), and a batch's rows are appended once its images are loaded."""
+
+    def __init__(self, env: EnvRecord, out: Path, method: str, batch: int, stack: ExitStack):
+        self.env, self.out, self.method, self.batch, self.stack = env, out, method, batch, stack
+        self.rows = {r["instance_id"]: r for r in read_jsonl(out)}
+        self.base: Base | None = None
+        self.thins: list[Thin] = []
+        self.written: list[TaskInstance] = []  # rows waiting for their batch's images
+        self.loading: list = []  # the batch being loaded and its rows
+        self.loader = stack.enter_context(ThreadPoolExecutor(1))
+
+    def settle(self) -> None:
+        """Wait for the batch being loaded, then append its rows."""
+        if self.loading:
+            future, batch_rows = self.loading.pop()
+            future.result()
+            for row in batch_rows:
+                append_jsonl(self.out, row)
+                self.rows[row.instance_id] = row.__dict__
+
+    def flush(self) -> None:
+        """Start loading the gathered layers (with their rows); the previous batch settles first."""
+        self.settle()
+        base = self.base
+        if self.thins:  # the shared layer goes with the first batch; the engine has it for the next ones
+            future = self.loader.submit(base.load, list(self.thins), with_shared=not base.loaded)
+            self.loading.append((future, list(self.written)))
+            base.loaded = True
+        else:
+            self.loading.append((self.loader.submit(lambda: None), list(self.written)))
+        self.thins.clear(), self.written.clear()
+
+    def build(self, cand: Candidate, tag: str) -> str:
+        """The instance image of `cand` as `tag` (a thin layer gathered for the next load, else a committed
+        container); its commit."""
+        if self.method == "layers":
+            if self.base is None:
+                self.base = self.stack.enter_context(Base(self.env.image))
+                self.stack.callback(lambda: [f.exception() for f, _ in self.loading])  # a load in flight ends first
+            thin = self.base.layer(cand.patch, tag)
+            if thin:
+                self.thins.append(thin)
+                return thin.commit
+        return build_instance_image(self.env, cand, tag)
 
 
 METHODS = ("layers", "commit")
