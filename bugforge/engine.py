@@ -41,9 +41,16 @@ def client(timeout: int = 300) -> docker.DockerClient:
 
 
 def error_line(e: Exception) -> str:
-    """An exception's first line, short enough for a one-line message."""
-    text = str(e).splitlines()[0] if str(e) else type(e).__name__
-    return text[:160]
+    """An exception's first line, short enough for a one-line message. For an engine API error, its status
+    and the engine's own explanation: str() of one starts with the request's URL (a container's 64-digit id
+    in it), which used to fill the line and cut the reason off ("400 Client Error for http+docker://...")."""
+    text = str(e)
+    if isinstance(e, docker.errors.APIError) and e.explanation:
+        why = e.explanation.decode(errors="replace") if isinstance(e.explanation, bytes) else str(e.explanation)
+        head = " ".join(str(x) for x in (e.status_code, getattr(e.response, "reason", None)) if x)
+        text = f"{head}: {why}" if head else why
+    text = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+    return text[:300]
 
 
 def free_gb(c: docker.DockerClient | None = None) -> float:
