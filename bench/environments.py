@@ -116,35 +116,32 @@ def exc_name(text: str) -> str:
 def failure_class(error: str) -> str:
     """A short class of a one-line error, for grouping failures (e.g. "collection error: ImportError")."""
     e = error.removeprefix("error: ")
-    return _suite_failure(e) or _setup_failure(e) or " ".join(e.split()[:4]) or "unknown"
+    for matches, label in FAILURE_CLASSES:
+        if matches(e):
+            return label(e) if callable(label) else label
+    return " ".join(e.split()[:4]) or "unknown"
 
 
-def _suite_failure(e: str) -> str | None:
-    """The class of a failure of the test suite's runs (limits, collection), else None."""
-    if e.startswith("timeout"):
-        return "timeout (bench limit)"
-    if "did not finish within" in e:
-        return "suite timeout"
-    if e.startswith("no test ran: collecting"):
-        return f"collection error: {exc_name(e.split(' failed: ', 1)[-1])}"
-    if e.startswith("no tests found"):
-        return "no tests collected"
-    if "cannot be collected after repair" in e:
-        return f"over a quarter of files uncollectable: {exc_name(e.split('first: ', 1)[-1])}"
-    return None
-
-
-def _setup_failure(e: str) -> str | None:
-    """The class of a failure before the suite ran (build, source, a crash), else None."""
-    if e.startswith("building the environment of") or e.startswith("building a repair layer"):
-        return "install step failed" if "RUN " in e or "returned a non-zero code" in e else "image build failed"
-    if e.startswith("cannot clone") or "is not in http" in e:
-        return "source unreachable"
-    if e.startswith("cannot download the sdist"):
-        return "sdist download failed"
-    if e.startswith("crash:"):
-        return f"crash: {exc_name(e)}"
-    return None
+FAILURE_CLASSES = [  # (does the error match, its class or how to name it), first match wins
+    (lambda e: e.startswith("timeout"), "timeout (bench limit)"),
+    (lambda e: "did not finish within" in e, "suite timeout"),
+    (
+        lambda e: e.startswith("no test ran: collecting"),
+        lambda e: "collection error: " + exc_name(e.split(" failed: ", 1)[-1]),
+    ),
+    (lambda e: e.startswith("no tests found"), "no tests collected"),
+    (
+        lambda e: "cannot be collected after repair" in e,
+        lambda e: f"over a quarter of files uncollectable: {exc_name(e.split('first: ', 1)[-1])}",
+    ),
+    (
+        lambda e: e.startswith(("building the environment of", "building a repair layer")),
+        lambda e: "install step failed" if "RUN " in e or "returned a non-zero code" in e else "image build failed",
+    ),
+    (lambda e: e.startswith("cannot clone") or "is not in http" in e, "source unreachable"),
+    (lambda e: e.startswith("cannot download the sdist"), "sdist download failed"),
+    (lambda e: e.startswith("crash:"), lambda e: f"crash: {exc_name(e)}"),
+]
 
 
 def last_error(log_text: str, rc: int) -> str:
@@ -320,11 +317,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--suite-timeout", type=float, help="seconds per baseline run (CLI --timeout; default its own)")
     ap.add_argument("--only", help="comma-separated project keys or names (six-1.17.0 or six)")
     ap.add_argument("--kinds", default="pypi,git", help="which sources: pypi, git or both (default: %(default)s)")
-    ap.add_argument(
-        "--git-mirror",
-        type=Path,
-        help="read GitHub sources from bare mirrors DIR/OWNER+NAME[/repo] (git url.insteadOf)",
-    )
+    mirror_help = "read GitHub sources from bare mirrors DIR/OWNER+NAME[/repo] (git url.insteadOf)"
+    ap.add_argument("--git-mirror", type=Path, help=mirror_help)
     ap.add_argument("--pool", help="draw the projects from this pool file instead (with --sample)")
     ap.add_argument("--sample", choices=["fresh", "debug"], default="fresh", help="which side of the pool's split")
     ap.add_argument("--seed", type=int, help="seed of the pool's split (default: drawn, and printed)")
@@ -352,41 +346,30 @@ def select(a: argparse.Namespace) -> tuple[list[Project], list[Project]]:
     return corpus, projects
 
 
-class Runner:
-    """Runs projects on a thread pool, appending each one's result to results.jsonl as it finishes."""
+def run_all(a: argparse.Namespace, out: Path, done: dict[str, Result], todo: list[Project]) -> None:
+    """Run `todo` on a thread pool, appending each project's result to results.jsonl as it finishes."""
+    results, lock, t0, finished, ran_before = out / "results.jsonl", threading.Lock(), time.monotonic(), [0], dict(done)
 
-    def __init__(self, a: argparse.Namespace, out: Path, done: dict[str, Result], todo: list[Project]):
-        self.a, self.out, self.done, self.todo = a, out, done, todo
-        self.results = out / "results.jsonl"
-        self.lock, self.t0, self.finished = threading.Lock(), time.monotonic(), 0
-        self.ran_before = dict(done)
-
-    def _claim(self, p: Project) -> bool:
-        with self.lock:
-            now = load_results(self.results).get(p.key)  # another bench process on the same --out may have run it
-            if now is not None and now != self.ran_before.get(p.key):
-                print(f"  skip   {p.key} (recorded meanwhile)", flush=True)
-                return False
+    def work(p: Project) -> None:
+        with lock:
+            now = load_results(results).get(p.key)  # another bench process on the same --out may have run it
+            if now is not None and now != ran_before.get(p.key):
+                return print(f"  skip   {p.key} (recorded meanwhile)", flush=True)
             print(f"  start  {p.key}", flush=True)
-            return True
-
-    def work(self, p: Project) -> None:
-        if not self._claim(p):
-            return
-        a = self.a
         try:
-            r = run_one(p, self.out, a.limit, a.suite_timeout, a.git_mirror)
+            r = run_one(p, out, a.limit, a.suite_timeout, a.git_mirror)
         except Exception as e:  # noqa: BLE001 - the bench's own failure on one project is recorded; the others go on
             r = Result(p.key, p.source, p.commit, False, 0.0, error=f"crash: bench: {e!r}"[:300])
             r.failure = failure_class(r.error)
-        with self.lock:
-            with open(self.results, "a") as f:
-                f.write(json.dumps(asdict(r)) + "\n")
-            self.done[p.key] = r
-            self.finished += 1
-            left = len(self.todo) - self.finished
-            eta = (time.monotonic() - self.t0) / self.finished * left
-            print(f"[{self.finished}/{len(self.todo)}] {row_line(r)}  (~{eta / 60:.0f} min left)", flush=True)
+        with lock, open(results, "a") as f:
+            f.write(json.dumps(asdict(r)) + "\n")
+            done[p.key] = r
+            finished[0] += 1
+            eta = (time.monotonic() - t0) / finished[0] * (len(todo) - finished[0])
+            print(f"[{finished[0]}/{len(todo)}] {row_line(r)}  (~{eta / 60:.0f} min left)", flush=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        list(pool.map(work, todo))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -399,15 +382,10 @@ def main(argv: list[str] | None = None) -> int:
         report(corpus, done, out)
         return 0
     todo = [p for p in projects if p.key not in done or (a.retry_failed and not done[p.key].built)]
-    print(
-        f"{len(projects)} projects, {len(projects) - len(todo)} already recorded, {len(todo)} to run, "
-        f"--jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}",
-        flush=True,
-    )
-    runner = Runner(a, out, done, todo)
+    what = f"{len(projects)} projects, {len(projects) - len(todo)} already recorded, {len(todo)} to run"
+    print(f"{what}, --jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}", flush=True)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-            list(pool.map(runner.work, todo))
+        run_all(a, out, done, todo)
     except KeyboardInterrupt:
         print("interrupted; finished projects are recorded, rerun to resume", file=sys.stderr)
         return 130
