@@ -361,3 +361,7 @@ PATTERNS.update(round6.PATTERNS)
 from bugforge.sandbox import attacks_round7 as round7  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round7.PATTERNS)
+
+from bugforge.sandbox import attacks_round8 as round8  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round8.PATTERNS)

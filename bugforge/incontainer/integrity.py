@@ -61,6 +61,15 @@ MAX_REASONS = 10
 _STATE = tuple(operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__"))
 
 
+_STR = frozenset((id(str),))
+
+
+def plain_keys(namespace):
+    """Whether every key of a namespace is an exact str: only then does a lookup in it (or sorting its
+    keys) run no code of the tree (a key's __eq__ on a hash collision, its __str__, its __hash__)."""
+    return not set(map(id, map(type, namespace))) - _STR
+
+
 def _state(fn):
     return tuple(get(fn) for get in _STATE)
 
@@ -90,6 +99,8 @@ def installed_dirs(root):
 
 def _files_of(value):
     """The source files a value's behaviour comes from ([] for built-in code and plain data)."""
+    if type(value) is types.ModuleType:
+        return []
     fns = _function(value) or _function(getattr(value, "__func__", None))
     if fns:
         return [f.__code__.co_filename for f in fns]
@@ -216,6 +227,9 @@ def compare(snap, whole=True, accepted=None):
       way of setting them raises an audit event, on which the monitor flags a watched function at once
       (reading `__code__` raises one too, which makes comparing them all the costliest part)."""
     entries, functions, installed, root = snap
+    odd = ["%s holds a key that is not a string" % entry[0] for entry in entries if not plain_keys(entry[2])]
+    if odd:  # (then no lookup in it: each would run the key's code)
+        return odd[:MAX_REASONS]
     accepted = {} if accepted is None else accepted
     if "flat" not in accepted:
         accepted["flat"] = _flatten(entries, accepted)

@@ -36,7 +36,8 @@ import re
 import sys
 import types
 
-from . import witness
+from . import handoff, witness
+from .integrity import plain_keys
 
 CHANNEL, RECORD, TAMPER = "bugforge.channel", "bugforge.record", "bugforge.tamper"
 PIN, ITEMS = "bugforge.pin", "bugforge.items"
@@ -61,8 +62,13 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # defaults as a matter of course (glom through boltons' function builder)
 DIRECT = ("code.__new__", "compile", "object.__setattr__")
 SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
-CODE, CLASS_DICT = types.CodeType, type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
+CODE, FRAME = types.CodeType, types.FrameType
+CLASS_DICT = type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
 _STARTED = []  # one install per process
+
+
+class Refused(Exception):
+    """An event the monitor refuses: raised in the thread that raised it, as a PermissionError."""
 
 
 def _is_file_source(args):
@@ -88,12 +94,12 @@ def install(root, own_dir, installed, codes):
     _STARTED.append(True)
     import threading
 
-    state = {"fd": None, "token": "", "pid": None, "busy": False, "pinned": (), "snap": None, "compare": None,
+    state = {"fd": None, "token": "", "pid": None, "pinned": (), "snap": None, "compare": None,
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
     seen = witness.Witness()  # (what the grader compiled, how each test's own function ended: witness.py)
-    main, ident = threading.main_thread().ident, threading.get_ident
+    main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
     root = root.rstrip("/") + "/"
 
     def tree_code(filename):
@@ -116,11 +122,11 @@ def install(root, own_dir, installed, codes):
             and (tree_code(filename) or not filename.startswith(root))
         )
 
-    def culprit():
-        """Whether the event comes from the tree's non-test code: the first frame outward that is a file
-        neither installed nor of the tree's tests (code compiled from a string is passed over; a file
-        outside the tree and the installed directories, one written at run time, counts as the tree's)."""
-        frame = getframe(3)
+    def culprit(frame):
+        """Whether the event comes from the tree's non-test code: the first frame outward from the one
+        that raised it that is a file neither installed nor of the tree's tests (code compiled from a
+        string is passed over; a file outside the tree and the installed directories, one written at run
+        time, counts as the tree's)."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
@@ -128,10 +134,9 @@ def install(root, own_dir, installed, codes):
             frame = frame.f_back
         return False
 
-    def direct():
+    def direct(frame):
         """Whether the event's own source is the tree's non-test code: the first frame outward that is a
         file (code compiled from a string is passed over), installed or not."""
-        frame = getframe(3)
         while frame is not None:
             filename = frame.f_code.co_filename
             if type(filename) is not str or filename.startswith("/"):
@@ -159,17 +164,41 @@ def install(root, own_dir, installed, codes):
     def tamper(reason):
         send({"event": "tamper", "reason": reason})
 
-    def hook(event, args):
-        if state["busy"]:
+    def inline(event, args):
+        """An event raised in the monitor thread: only the grader's own code (or installed code it
+        called) may raise one there; code of the tree that ran there (a method of an object a check
+        read, a finalizer the collector ran) is refused at its first audited step."""
+        if walking[0]:  # (the walk's own events)
             return
-        state["busy"] = True
+        walking[0] = True
         try:
-            _handle(event, args)
+            frame, foreign = getframe(2), False
+            while frame is not None and not foreign:
+                name = frame.f_code.co_filename
+                foreign = type(name) is not str or not name.startswith(trusted)
+                frame = frame.f_back
         finally:
-            state["busy"] = False
+            walking[0] = False
+        if foreign:
+            tamper("code of the tree ran inside the grader's checks (%s)" % event)
+            raise PermissionError("bugforge: code of the tree may not run inside the grader's checks")
 
-    def caller_is(event):
-        return getframe(3).f_code is codes[event]
+    def judge(event, args, frame, thread):
+        """An event another thread raised (handoff.py): a refusal's message, or None."""
+        if frame is None:
+            return tamper("an event came from a thread that was not waiting for the monitor")
+        try:
+            _handle(event, args, frame, thread)
+        except Refused as e:
+            return e.args[0]
+        except BaseException as e:  # noqa: BLE001 (the tree's code, refused, or a failed check: not raised there)
+            tamper(
+                "the grader's check of an event failed (%s)" % ("refused" if type(e) is PermissionError else "an error")
+            )
+        return None
+
+    def caller_is(event, frame):
+        return frame.f_code is codes[event]
 
     def checks(record):
         """Before a test's start (the first), its end and the session's finish: what changed."""
@@ -177,9 +206,11 @@ def install(root, own_dir, installed, codes):
         if kind == "start" and state["started"]:
             return []
         state["started"] = True
-        out = [
+        held = state["pinned"] + state["bindings"]
+        out = sorted({"%s holds a key that is not a string" % w for w, ns, _k, _v in held if not plain_keys(ns)})
+        out += [
             "%s.%s was replaced during the run" % (w, k)
-            for w, ns, k, v in state["pinned"] + state["bindings"]
+            for w, ns, k, v in (held if not out else ())  # (a lookup among such keys runs their code)
             if ns.get(k, state) is not v
         ]
         if kind == "finish":
@@ -200,6 +231,8 @@ def install(root, own_dir, installed, codes):
         if type(item) is not kind:
             return ["%s's item was given another class" % nodeid]
         # (a unittest case's is a new bound method per run, its function counts; its teardown clears it)
+        if not plain_keys(vars(item)):
+            return ["%s's item holds a key that is not a string" % nodeid]
         now = vars(item).get("_obj")
         if now is None:
             now = fn
@@ -216,14 +249,15 @@ def install(root, own_dir, installed, codes):
             return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
         return []
 
-    def _handle(event, args):
+    def _handle(event, args, frame, thread):
+        """frame: the frame that raised the event (sys.audit's caller); thread: its thread's ident."""
         if event == RECORD:
-            record, frame = args[0], getframe(2)  # (the frame that raised the event: the emit)
-            if not caller_is(RECORD):
+            record, frame = args[0], frame  # (the frame that raised the event: the emit)
+            if not caller_is(RECORD, frame):
                 tamper("a record was sent from outside the probe")
             elif not getattr(frame.f_back, "f_code", frame.f_code).co_filename.startswith(own_dir):
                 tamper("a record was sent through the probe by code that is not the probe's")
-            elif ident() != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
+            elif thread != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
                 tamper("a record was sent from another thread")
             elif on_behalf_of_tree(frame):
                 tamper("a record was sent on behalf of the tree's code")
@@ -233,14 +267,15 @@ def install(root, own_dir, installed, codes):
                     tamper(reason)
                 send(record)
         elif event == EXIT:
-            if not seen.exited(getframe(2)):
-                tamper("a test's end was reported by code the grader did not compile")
+            reason = seen.exited(frame)
+            if reason:
+                tamper(reason)
         elif event == "exec":
             if args and type(args[0]) is CODE:
                 seen.executed(args[0])
         elif event == TAMPER:
             tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
-        elif event in (CHANNEL, PIN, ITEMS, COMPILED) and not caller_is(event):
+        elif event in (CHANNEL, PIN, ITEMS, COMPILED) and not caller_is(event, frame):
             tamper("%s was raised from outside the probe" % event)
         elif event == COMPILED:
             seen.compiled(args[0])
@@ -272,31 +307,37 @@ def install(root, own_dir, installed, codes):
                 )
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
-            raise PermissionError("bugforge: the test process may not exec")
+            raise Refused("the test process may not exec")
         elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
+        elif event == "object.__getattr__" and plain(args, 1) and args[1] == "f_code" and type(args[0]) is FRAME:
+            if args[0].f_code is hook_code:  # (its constants lead to the monitor: handoff.py)
+                tamper("code read the code of the grader's audit hook from its frame")
+                raise Refused("the audit hook's frames are not to be read")
         else:
-            reason = _judge(event, args)
-            if reason and (direct() if event in DIRECT else culprit()):
+            reason = _judge(event, args, frame)
+            if reason and (direct(frame) if event in DIRECT else culprit(frame)):
                 tamper("code of the tree %s (%s)" % (reason, event))
 
     def plain(args, i):
         """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
         return len(args) > i and type(args[i]) is str
 
-    def _judge(event, args):
+    def _judge(event, args, frame):
         if event in WATCHED:
             return WATCHED[event]
         if event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS:
             return "swapped a function's %s" % args[1]
         if event == "object.__setattr__" and plain(args, 1) and args[1] == "__class__" and len(args) > 2:
             new = args[2]
-            if isinstance(new, type) and "__getattribute__" in CLASS_DICT(new):
+            if issubclass(type(new), type) and not plain_keys(CLASS_DICT(new)):
+                return "gave an object a class whose namespace holds a key that is not a string"
+            if issubclass(type(new), type) and "__getattribute__" in CLASS_DICT(new):
                 return "gave an object a class that answers every attribute lookup"
         if event == "compile" and plain(args, 1) and args[1].startswith(installed + (own_dir,)):
             # (the import system compiles an installed module's source when no bytecode is cached: the source
             # is then that file's own, which nothing the test user runs can write)
-            if not (getframe(3).f_code.co_filename.startswith("<frozen importlib") and _is_file_source(args)):
+            if not (frame.f_code.co_filename.startswith("<frozen importlib") and _is_file_source(args)):
                 return "compiled code under an installed file's name"
         if event in ("os.listdir", "os.scandir", "open") and args:
             path = args[0].decode("utf-8", "replace") if type(args[0]) is bytes else args[0]
@@ -310,4 +351,6 @@ def install(root, own_dir, installed, codes):
             return "wrapped the verdict channel in a socket" if same else None
         return None
 
+    hook, hook_code = handoff.start(inline, judge)
+    trusted = (own_dir, "<frozen ", "<bugforge hook>") + tuple(installed)
     sys.addaudithook(hook)

@@ -25,9 +25,10 @@ import fnmatch
 import os
 import sys
 import types
+import unittest
 
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
-STATE, AUDIT = "__bugforge_exit__", "__bugforge_audit__"
+STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
 _RETURNED, _RAISED = 1, 2
 
 
@@ -47,6 +48,30 @@ def _has_yield(fn):
     return False
 
 
+# TestCase's methods (assertions, fail, subTest ...): a test's `self.NAME` is looked up on its class, so
+# that attributes given to the test's instance at run time cannot stand in for them
+CASE_METHODS = frozenset(
+    n for n in dir(unittest.TestCase) if not n.startswith("_") and callable(getattr(unittest.TestCase, n))
+)
+METHOD_BIND = (
+    METHOD + " = lambda o, n, _t=type, _g=getattr, _h=hasattr: "
+    "_g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
+)
+
+
+class _ClassMethods(ast.NodeTransformer):
+    """`self.NAME` (NAME a TestCase method) read in a test function -> `METHOD(self, "NAME")`."""
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        value = node.value
+        if isinstance(value, ast.Name) and value.id == "self" and node.attr in CASE_METHODS:
+            if isinstance(node.ctx, ast.Load):
+                call = ast.Call(ast.Name(METHOD, ast.Load()), [value, ast.Constant(node.attr)], [])
+                return ast.copy_location(call, node)
+        return node
+
+
 def _wrap(fn):
     body = fn.body
     doc = body[:1] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
@@ -63,10 +88,12 @@ def _wrap(fn):
             ctx=ast.Load(),
         ),
     )
+    method = ast.parse(METHOD_BIND).body[0]  # (self.assertX: the class's, never an instance attribute)
+    _ClassMethods().visit(fn)
     report = ast.Expr(value=ast.Call(func=ast.Name(id=AUDIT, ctx=ast.Load()), args=[ast.Constant(EXIT)], keywords=[]))
     handler = ast.ExceptHandler(type=None, name=None, body=[state(_RAISED), ast.Raise(exc=None, cause=None)])
     guarded = ast.Try(body=rest, handlers=[handler], orelse=[], finalbody=[report])
-    new = [state(_RETURNED), bind, guarded]
+    new = [state(_RETURNED), bind, method, guarded]
     for node in new:
         ast.copy_location(node, rest[0] if rest[0] is not None and hasattr(rest[0], "lineno") else fn)
     fn.body = doc + new
@@ -170,13 +197,16 @@ class Witness:
             self.ran[code.co_filename] = code
 
     def exited(self, frame):
-        """A test function's exit event, raised from `frame`; False when no compiled code raised it."""
+        """A test function's exit event, raised from `frame`: why it cannot count ("" when it can)."""
         code = frame.f_code
         if id(code) not in self.codes:
-            return False
+            return "a test's end was reported by code the grader did not compile"
+        local = frame.f_locals
+        if any(type(k) is not str for k in local):  # (a lookup among such keys would run their code)
+            return "a test function's frame holds a local that is not named by a string"
         if self.current is not None and code is self.expect.get(self.current):
-            self.exits.setdefault(self.current, []).append(frame.f_locals.get(STATE))
-        return True
+            self.exits.setdefault(self.current, []).append(local.get(STATE))
+        return ""
 
     def collected(self, tests):
         """tests: (node id, its module's file, its def's key, the collected function). Why a test module
