@@ -21,14 +21,16 @@ SUBMIT = "```bash\nsubmit\n```"
 
 def primed_tiny_model(make_tiny_model, path: Path, instance: dict):
     """A tiny random model, then a few SFT steps so that its first reply to the task is one of two
-    actions (write a file / submit): sampled episodes then differ, and so do their graded rewards."""
+    actions (write a file / submit): sampled episodes then differ, and so do their graded rewards. One submit
+    and three writes make the first reply a write about half the time (measured: 30 of 60 samples at
+    temperature 1, 31 of 60 at 0.7; two writes and one submit, as before, gave 15 of 60 at 1)."""
     from bugforge.agent.model import load
     from bugforge.training.rollout import prompt_messages
 
     make_tiny_model(path)
     tok, model = load(str(path))
     convo = lambda reply: prompt_messages(instance) + [{"role": "assistant", "content": reply}]  # noqa: E731
-    examples = [tokenize_conversation(tok, convo(r), 8192) for r in (ECHO, ECHO, SUBMIT)]
+    examples = [tokenize_conversation(tok, convo(r), 8192) for r in (SUBMIT, ECHO, ECHO, ECHO)]
     train_sft(
         examples,
         model,
@@ -39,11 +41,6 @@ def primed_tiny_model(make_tiny_model, path: Path, instance: dict):
     return tok, model
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="passes alone; in two full-suite runs this session no group had different rewards (order- or "
-    "load-dependent, not yet understood: see the session's closing note)",
-)
 def test_grpo_two_steps_then_resume(easy_instance, tmp_path, make_tiny_model):
     import torch
 
@@ -51,25 +48,31 @@ def test_grpo_two_steps_then_resume(easy_instance, tmp_path, make_tiny_model):
 
     tok, model = primed_tiny_model(make_tiny_model, tmp_path / "tiny", easy_instance)
     before = {k: v.clone() for k, v in model.state_dict().items()}
+    # A step has a group with different rewards unless its episodes all end alike, and which episodes are
+    # sampled depends on how concurrent turns batch (timing: a full-suite run samples others than a run
+    # alone). Primed as above, at temperature 0.7, a third to a half of the episodes resolve (1.0 made
+    # most replies malformed), 6 a group: no such group in ~3-12% of steps; a small learning rate keeps
+    # the next steps' policy alike (lr 5e-3 broke it after one step), and all three steps count: <0.2%.
+    # (Before: 4 episodes, one in four resolving, step 2's policy broken: no such group in ~1 run in 3.)
     cfg = GRPOTrainConfig(
-        num_generations=4,
+        num_generations=6,
         tasks_per_step=1,
         max_steps=2,
-        learning_rate=5e-3,
+        learning_rate=1e-4,
         agent_steps=3,
         turn_tokens=48,
         max_completion_tokens=600,
         save_steps=1,
-        rollout_workers=4,
+        rollout_workers=6,
         seed=0,
-        temperature=1.0,
+        temperature=0.7,
         output_dir=str(tmp_path / "grpo"),
     )
     trainer, rollout = train_grpo([easy_instance], None, cfg, model=model, tok=tok)
     assert trainer.state.global_step == 2
     # env_mask: 0 exactly on tool output (and template glue), 1 on every token the model produced
     eps = rollout.episodes
-    assert len(eps) == 4
+    assert len(eps) == cfg.num_generations
     for ep in eps:
         assert len(ep.env_mask) == len(ep.completion_ids) == len(ep.logprobs)
         if ep.filtered:
@@ -88,17 +91,18 @@ def test_grpo_two_steps_then_resume(easy_instance, tmp_path, make_tiny_model):
     assert [r["step"] for r in rows] == [1, 2]
     for key in ("reward", "resolve_rate", "filtered_share", "rollout_seconds", "update_seconds", "tokens"):
         assert key in rows[-1], key
-    assert rows[-1]["reward"] == pytest.approx(sum(e.reward for e in eps) / 4)
+    assert rows[-1]["reward"] == pytest.approx(sum(e.reward for e in eps) / len(eps))
     assert (tmp_path / "grpo" / "metrics.png").exists()
-    assert any(r["reward_std"] > 0 for r in rows if "reward_std" in r)  # a group with different rewards
-    after = model.state_dict()
-    assert any(not torch.equal(before[k], after[k]) for k in before)  # weights changed
     # resume from the last checkpoint and go one step further
     assert (tmp_path / "grpo" / "checkpoint-2").is_dir()
     cfg.max_steps = 3
     trainer2, _ = train_grpo([easy_instance], None, cfg, model=trainer.model, tok=tok, resume=True)
     assert trainer2.state.global_step == 3
-    assert [json.loads(l)["step"] for l in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
+    rows = [json.loads(l) for l in (tmp_path / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert any(r["reward_std"] > 0 for r in rows if "reward_std" in r)  # a group with different rewards
+    after = trainer2.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)  # weights changed
 
 
 def test_sft_loss_only_on_assistant_tokens(tmp_path, make_tiny_model):
