@@ -309,7 +309,8 @@ def remove_folder(path: Path) -> None:
     def retry(func, p, _exc):
         try:
             os.chmod(os.path.dirname(p), 0o700)
-            os.chmod(p, 0o700)
+            if not os.path.islink(p):  # chmod follows links: never to a file outside the folder
+                os.chmod(p, 0o700)
         except OSError:
             pass
         try:

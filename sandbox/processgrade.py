@@ -6,7 +6,8 @@ tests as the test user, the root-owned collector on an inherited socket pair, ev
 killed before the verdict is read), the same report parser and verdict rules. docs/security.md.
 
 The copy: the environment's /testbed from the rootfs folder with the instance's bug folded in
-(sandbox/trees.py: the instance image's commit, checked), its own /tmp, root's HOME and the test user's
+(sandbox/trees.py: the instance image's commit, checked) and given to the test user, as `factory export`
+leaves the instance image's /testbed; its own /tmp, root's HOME and the test user's
 HOME (a copy of the image's), the in-container tools read-only at PROBE_DIR, the rest of the tree
 read-only as /. The script runs in bubblewrap as this machine's root, with no user namespace and only
 confine.GRADING_CAPS (what launch.py needs to give the tree to the test user, become it and kill it),
@@ -43,6 +44,11 @@ WORKDIR = "/testbed"
 
 class NotGraded(BugforgeError):
     """The process backend cannot grade here (module docstring: when and why); one line."""
+
+
+def give(path: Path, uid: int, gid: int) -> None:
+    """chown -R (links themselves, never their targets) `path` to uid:gid."""
+    subprocess.run(["chown", "-R", "-h", f"{uid}:{gid}", str(path)], check=True, capture_output=True)
 
 
 def mapped(n: int, table: str) -> bool:
@@ -116,6 +122,7 @@ class ProcessGrader:
             self._home_copy(rootfs / user_home.lstrip("/"), jail.home / "tests-home", uid, gid)
             self._probe(jail)
             fold(jail, instance)
+            give(jail.home / "testbed", uid, gid)  # as factory export leaves the instance image's /testbed
             out = jail.home / "tmp" / OUT.removeprefix("/tmp/")
             out.mkdir(mode=0o755)
             if selection is not None:

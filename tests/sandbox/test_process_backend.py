@@ -216,6 +216,17 @@ def test_grading_refuses_in_one_line_where_it_cannot_keep_the_guarantees(rootfs,
     assert r.stdout.startswith("error: the process backend grades only as root") and r.stdout.count("\n") == 1, (
         r.stdout + r.stderr
     )
+    # there, run-agent still runs the episodes (sessions need no second user) and says they are not graded
+    preds = tmp_path / "preds.jsonl"
+    r = subprocess.run(
+        ["unshare", "--user", "--map-user=1000", "--map-group=1000", "bugforge", "run-agent", "--backend", "process",
+         "--rootfs", str(rootfs), "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle",
+         "--out", str(preds), "--workers", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = " ".join(r.stdout.split())
+    assert r.returncode == 0 and "episodes are not graded here: the process backend grades only as root" in out, out
+    assert len(preds.read_text().splitlines()) == len(instances) and "graded" not in out.split("episodes (")[-1]
 
 
 def test_refuses_without_bubblewrap_unless_unconfined(rootfs, instances, tmp_path):
