@@ -75,17 +75,20 @@ def evaluate(
     progress: Callable[[str, int, int], None] = lambda *a: None,
     envs: list[tuple[EnvRecord, TestMap | None]] = (),
     ray: str | None = None,
+    fresh: Callable[[dict, str], GradeResult] | None = None,
 ) -> tuple[dict, Path]:
     """Grade every prediction. Instances of an environment in `envs` are graded warm (sandbox.envgrader:
     per environment, warm containers up to the smaller of `workers` and the machine's cores, see
     GraderPool); the rest, and all with no `envs`, each in a fresh container of the instance image
     (sandbox.grader). `predictions` are records (sandbox.predictions reads a file into them) or dicts
     with the same keys. `ray`: a Ray cluster's address, to grade on `workers` actors (RemoteGrader) over
-    its nodes; this process writes the logs and reports either way."""
+    its nodes; this process writes the logs and reports either way. `fresh(row, patch)`: how a prediction
+    with no warm grader is graded (default grade_patch; the process backend's ProcessRuntime.grade grades
+    with no engine, sandbox/processgrade.py)."""
     by_id = {r["instance_id"]: r for r in rows}
     preds = {p.instance_id: p for p in map(as_prediction, predictions)}
     model = _check(by_id, preds, run_id)
-    run = _Run(by_id, preds, Path(log_dir) / run_id / model, envs, workers)
+    run = _Run(by_id, preds, Path(log_dir) / run_id / model, envs, workers, fresh or grade_patch)
     reports, todo = run.recorded()
     progress("grading", 0, len(todo))
     done = 0
@@ -137,11 +140,11 @@ def _check(by_id: dict[str, dict], preds: dict[str, Prediction], run_id: str) ->
 
 
 class _Run:
-    """One evaluation: grades each prediction (warm where an environment is known, else fresh) and writes
-    its SWE-bench-style logs under `base`."""
+    """One evaluation: grades each prediction (warm where an environment is known, else with `fresh`) and
+    writes its SWE-bench-style logs under `base`."""
 
-    def __init__(self, by_id, preds, base: Path, envs, workers: int):
-        self.by_id, self.preds, self.base, self.workers = by_id, preds, base, workers
+    def __init__(self, by_id, preds, base: Path, envs, workers: int, fresh: Callable[[dict, str], GradeResult]):
+        self.by_id, self.preds, self.base, self.workers, self.fresh = by_id, preds, base, workers, fresh
         self.env_of = {e.image: (e, tm) for e, tm in envs}
         self.pools: dict[str, GraderPool] = {}
         self.lock = threading.Lock()
@@ -171,7 +174,7 @@ class _Run:
         try:
             pool = self.pool_for(row)
             if pool is None:
-                g = grade_patch(row, patch)
+                g = self.fresh(row, patch)
             else:
                 with pool.lend() as warm:
                     g = warm.grade(row, patch)
@@ -336,7 +339,8 @@ def html_summary(report: dict, rows: list[dict], model: str, run_id: str) -> str
             for k, (a, n) in data.items()
             if n
         )
-        return f"<h2>{title}</h2><table><tr><th>{title.split()[-1]}</th><th>resolved</th><th>rate</th><th></th></tr>{cells}</table>"
+        head = f"<tr><th>{title.split()[-1]}</th><th>resolved</th><th>rate</th><th></th></tr>"
+        return f"<h2>{title}</h2><table>{head}{cells}</table>"
 
     n = report["submitted_instances"]
     return (

@@ -1,12 +1,14 @@
 """`bugforge eval`: score predictions SWE-bench-style (warm grading where the environment record is
-found, else a fresh container per prediction)."""
+found, else a fresh container per prediction; `--backend process`: a fresh copy of the tree in bubblewrap,
+no engine)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from bugforge.cli.common import Bars, console, dataset_file, default_of, load_dataset
+from bugforge.cli.common import Bars, console, dataset_file, default_of, load_dataset, load_instances
+from bugforge.errors import BugforgeError
 from bugforge.sandbox.evaluate import evaluate
 
 
@@ -37,11 +39,19 @@ def configure(ev) -> None:
         "under runs/) share a guarded warm container per worker and run only the tests that "
         "can see the change; fresh: a fresh container of the instance image per prediction",
     )
+    ev.add_argument(
+        "--backend",
+        choices=("docker", "process"),
+        default="docker",
+        help="process: no engine; each prediction graded in a fresh copy of its instance's tree from --rootfs, in "
+        "bubblewrap (needs root; docs/sandbox.md)",
+    )
+    ev.add_argument("--rootfs", metavar="DIR", help="with --backend process: the folder `bugforge images rootfs` made")
     ev.set_defaults(func=cmd_eval)
 
 
 def cmd_eval(a) -> int:
-    from bugforge.sandbox.evaluate import check_name, find_environments, model_folder, stale_tools
+    from bugforge.sandbox.evaluate import check_name, model_folder
     from bugforge.sandbox.predictions import read_predictions
 
     # bad input fails before any work and before anything is written: the run id, the predictions file
@@ -50,12 +60,29 @@ def cmd_eval(a) -> int:
     preds = None if a.predictions == "gold" else read_predictions(a.predictions)
     for p in preds or []:
         model_folder(p.model_name_or_path)
-    rows = load_dataset(a.dataset)
+    box = process_runtime(a) if a.backend == "process" else None
+    try:
+        report, out, rows = _evaluate(a, preds, box)
+    finally:
+        if box is not None:
+            box.shutdown()
+    print_eval_report(report, rows, out)
+    return 0
+
+
+def _evaluate(a, preds, box):
+    """evaluate() over --dataset (its images checked unless `box`, a process runtime, grades)."""
+    from bugforge.sandbox.evaluate import find_environments, stale_tools
+    from bugforge.sandbox.predictions import read_predictions
+
+    fresh = box.grade if box is not None else None
+    rows = list(load_instances([a.dataset]).values()) if fresh else load_dataset(a.dataset)
     warning = stale_tools(rows)
     if warning:
         print(warning, file=sys.stderr)
     preds = preds or read_predictions("gold", rows)
-    envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if a.isolation == "warm" else []
+    warm = a.isolation == "warm" and fresh is None
+    envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if warm else []
     with Bars() as bars:
         report, out = evaluate(
             rows,
@@ -66,9 +93,21 @@ def cmd_eval(a) -> int:
             progress=bars,
             envs=envs,
             ray=a.ray,
+            fresh=fresh,
         )
-    print_eval_report(report, rows, out)
-    return 0
+    return report, out, rows
+
+
+def process_runtime(a):
+    """`--backend process`: a ProcessRuntime over --rootfs, or a one-line error before any work where it
+    cannot grade (not root, unconfined, no bubblewrap; sandbox/processgrade.py)."""
+    from bugforge import sandbox
+
+    if a.ray:
+        raise BugforgeError("--backend process grades on this machine", "leave out --ray")
+    rt = sandbox.connect(backend="process", rootfs=a.rootfs)
+    rt.grader.check()
+    return rt
 
 
 def print_eval_report(report: dict, rows: list[dict], out) -> None:

@@ -269,13 +269,17 @@ def test_unknown_images_and_instances_are_one_line_errors(runtime):
             runtime.create(**kw)
 
 
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}  # any use of the engine fails
+
+
 def test_run_agent_with_no_engine_grades_like_docker(cli, rootfs, instances, tmp_path):
-    """`bugforge run-agent --backend process`: the scripted oracle's episodes in process sessions, graded
-    there (resolved); the predictions, graded by the Docker grader, resolve too."""
+    """`bugforge run-agent --backend process` with no engine reachable: the scripted oracle's episodes in
+    process sessions, graded there (resolved); `bugforge eval --backend process` resolves the predictions
+    too, and so does the Docker grader."""
     preds = tmp_path / "preds.jsonl"
     r = cli(
         "run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process",
-        "--rootfs", str(rootfs), "--out", str(preds), "--workers", "2", timeout=300,
+        "--rootfs", str(rootfs), "--out", str(preds), "--workers", "2", env=NO_ENGINE, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     n = len(instances)
@@ -286,5 +290,11 @@ def test_run_agent_with_no_engine_grades_like_docker(cli, rootfs, instances, tmp
     assert sorted(got) == sorted(i["instance_id"] for i in instances)
     for inst in instances:
         assert grade_patch(inst, got[inst["instance_id"]]).resolved
+    r = cli(
+        "eval", "--backend", "process", "--rootfs", str(rootfs), "--dataset", str(rootfs / "instances.jsonl"),
+        "--predictions", str(preds), "--run-id", "p", "--report-dir", str(tmp_path), cwd=tmp_path, env=NO_ENGINE,
+        timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0 and f"evaluation: {n}/{n} resolved" in r.stdout, r.stdout + r.stderr
     r = cli("run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process")
     assert r.returncode == 1 and r.stderr.startswith("error: the process backend needs rootfs=DIR"), r.stderr
