@@ -134,7 +134,7 @@ def build_instance_image(env: EnvRecord, cand: Candidate, tag: str) -> str:
 
 
 def difficulty(cand: Candidate) -> str:
-    n = sum(1 for l in cand.patch.splitlines() if l[:1] in "+-" and not l.startswith(("+++", "---")))
+    n = sum(1 for line in cand.patch.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---")))
     return "easy" if n <= 2 and len(cand.files) == 1 else "medium" if n <= 10 and len(cand.files) <= 2 else "hard"
 
 
@@ -329,8 +329,10 @@ echo "status $(git status --porcelain --untracked-files=all | d)"
 echo "objects $(git cat-file --batch-all-objects --batch-check | sort | d)"
 echo "loose $(find .git/objects -printf '%P %U %G %m %y\\n' | sort | d)"
 echo "packs $(git count-objects -v | grep -E '^(count|in-pack|packs):' | tr '\\n' ' ')"
-echo "owners $(find /testbed /opt/bugforge /etc/bugforge -path /testbed/.git/objects -prune -o -printf '%p %U %G %m %y %l\\n' | sort | d)"
-echo "files $(find /testbed /opt/bugforge /etc/bugforge -path /testbed/.git/objects -prune -o -path /testbed/.git/index -prune -o -type f -print0 | sort -z | xargs -0 sha256sum | d)"
+TREES="/testbed /opt/bugforge /etc/bugforge"
+echo "owners $(find $TREES -path /testbed/.git/objects -prune -o -printf '%p %U %G %m %y %l\\n' | sort | d)"
+echo "files $(find $TREES -path /testbed/.git/objects -prune -o -path /testbed/.git/index -prune -o -type f -print0 \\
+  | sort -z | xargs -0 sha256sum | d)"
 echo "manifest $(d < {tamper.IMAGE_MANIFEST})"
 """
 
