@@ -76,7 +76,7 @@ class ProcessGrader:
     ):
         self.rootfs, self.images, self.folder = Path(rootfs), images, folder
         self.bwrap, self.unconfined = bwrap, unconfined
-        self._checked = ""
+        self._probed = False
 
     def grade(self, instance: dict, patch: str, *, timeout: float = 600) -> GradeResult:
         """grade_patch(instance, patch) with the tests run here (module docstring); raises NotGraded."""
@@ -84,7 +84,8 @@ class ProcessGrader:
         return grade_patch(instance, patch, timeout=timeout, runner=partial(self.run_tests, instance))
 
     def check(self) -> None:
-        """Raise NotGraded (one line) unless grading can keep its guarantees here; bubblewrap is tried once."""
+        """Raise NotGraded (one line) where grading cannot keep its guarantees: unconfined, not root, no
+        bubblewrap. (Whether bubblewrap keeps the capabilities is tried at the first grading: _probe.)"""
         if self.unconfined:
             raise NotGraded(
                 "unconfined process sessions cannot be graded: the tests would share this machine's /tmp, "
@@ -182,7 +183,7 @@ class ProcessGrader:
 
     def _probe(self, jail: Jail) -> None:
         """Refuse (NotGraded) when bubblewrap cannot start a root jail with the capabilities; checked once."""
-        if self._checked == "ok":
+        if self._probed:
             return
         r = jail.run(["true"], timeout=60)
         if r.returncode != 0:
@@ -191,7 +192,7 @@ class ProcessGrader:
                 f"bubblewrap cannot keep the capabilities grading needs here ({lines[-1] if lines else r.returncode})",
                 "grade where a Docker engine is (`bugforge eval`)",
             )
-        self._checked = "ok"
+        self._probed = True
 
     @staticmethod
     def _run(jail: Jail, script: str, timeout: float) -> TestRun:
