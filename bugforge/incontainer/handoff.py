@@ -26,56 +26,88 @@ import warnings
 # event handed over, result, main thread]
 MON, PID, GATE, WAKE, DONE, BOX, RESULT, MAIN = range(8)
 
+# the hook; each @NAME@ is a constant of its code (see `_hook`). An event the monitor does not judge
+# (most of them: attribute reads, imports, opens) returns at once, judged by exact types only.
 _TEMPLATE = """
 def hook(event, args):
-    if 1e-300() == 2e-300[0]:
-        return 3e-300(event, args)
-    if 4e-300() != 2e-300[1] or 5e-300():
+    if @ident@() == @ch@[0]:
+        return @inline@(event, args)
+    if @pid@() != @ch@[1] or @finalizing@():
         return None
-    mask = 1e-300() == 2e-300[7]
+    if event not in @always@:
+        if event == "exec":
+            if not (args and type(args[0]) is @code@ and args[0].co_name == "<module>"):
+                return None
+            if not (type(args[0].co_filename) is str and args[0].co_filename.startswith(@root@)):
+                return None
+        elif event == "compile":
+            if not (len(args) > 1 and type(args[1]) is str and args[1].startswith(@installed@)):
+                return None
+        elif event == "object.__setattr__":
+            if not (len(args) > 1 and type(args[1]) is str and args[1] in @setattr@):
+                return None
+        elif event == "object.__getattr__":
+            if not (len(args) > 1 and type(args[1]) is str and args[1] == "f_code"):
+                return None
+        elif event in @paths@:
+            if not (args and type(args[0]) in @proc@ and args[0].startswith(@proc@[type(args[0])])):
+                return None
+        else:
+            return None
+    mask = @ident@() == @ch@[7]
     if mask:
-        mask = 6e-300(7e-300, 9e-300)
-    2e-300[2].acquire()
+        mask = @sigmask@(@block@, @all@)
+    @ch@[2].acquire()
     try:
-        2e-300[5] = (event, args, 1e-300())
-        2e-300[3].release()
-        2e-300[4].acquire()
-        result = 2e-300[6]
-        2e-300[6] = None
+        @ch@[5] = (event, args, @ident@())
+        @ch@[3].release()
+        @ch@[4].acquire()
+        result = @ch@[6]
+        @ch@[6] = None
     finally:
-        2e-300[2].release()
+        @ch@[2].release()
         if mask is not False:
-            6e-300(8e-300, mask)
+            @sigmask@(@setmask@, mask)
     if result is not None:
         raise result
 """
 
 
 def _hook(consts):
-    """The hook function, its placeholders replaced by the objects they name (see the module doc)."""
+    """The hook function: each @NAME@ of the template becomes the constant consts[NAME] (a float literal
+    stands in for it at compilation: the compiler folds no call or subscript of one)."""
+    names = sorted(consts)
+    source = _TEMPLATE
+    for i, name in enumerate(names):
+        source = source.replace("@%s@" % name, "%de-300" % (i + 1))
+    stand_in = {(i + 1) * 1e-300: consts[name] for i, name in enumerate(names)}
     scope = {}
-    with warnings.catch_warnings():  # (calling and subscripting a float literal: the placeholders)
+    with warnings.catch_warnings():  # (calling and subscripting a float literal)
         warnings.simplefilter("ignore")
-        exec(compile(_TEMPLATE, "<bugforge hook>", "exec"), scope)
+        exec(compile(source, "<bugforge hook>", "exec"), scope)
     code = scope["hook"].__code__
-    code = code.replace(co_consts=tuple(consts.get(c, c) if type(c) is float else c for c in code.co_consts))
-    return types.FunctionType(code, {"__builtins__": __builtins__})
+    code = code.replace(co_consts=tuple(stand_in.get(c, c) if type(c) is float else c for c in code.co_consts))
+    return types.FunctionType(code, {"__builtins__": __builtins__})  # (its own globals: serve finds its frames)
 
 
-def start(inline, judge):
+def start(inline, judge, wanted):
     """Start the monitor thread; (the audit hook, its code): the caller adds the hook. inline(event,
     args): an event raised in the monitor thread; judge(event, args, frame, ident): an event thread
     `ident` raised, `frame` the frame that raised it (None: not found); judge must not raise, and what
-    it returns, when a str, is raised in that thread as a PermissionError (a refusal)."""
+    it returns, when a str, is raised in that thread as a PermissionError (a refusal). wanted: which
+    events judge sees ({"always": event names, "installed": path prefixes of compile's file names,
+    "setattr": attribute names of object.__setattr__, "root": the tree, whose module code's exec it
+    sees}; plus reads of f_code, and opening or listing a path under /proc)."""
     ch = [None, None, None, None, None, None, None, None]  # (no pid yet: events pass by until launched)
     hook = _hook(
-        {
-            1e-300: _thread.get_ident, 2e-300: ch, 3e-300: inline, 4e-300: os.getpid,
-            5e-300: sys.is_finalizing, 6e-300: signal.pthread_sigmask,
-            7e-300: signal.SIG_BLOCK, 8e-300: signal.SIG_SETMASK, 9e-300: signal.valid_signals(),
-        }
+        dict(
+            wanted, ident=_thread.get_ident, ch=ch, inline=inline, pid=os.getpid, finalizing=sys.is_finalizing,
+            sigmask=signal.pthread_sigmask, block=signal.SIG_BLOCK, setmask=signal.SIG_SETMASK,
+            all=signal.valid_signals(), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
+            proc={str: "/proc/", bytes: b"/proc/"},
+        )
     )  # fmt: skip
-    frames, code = sys._current_frames, hook.__code__
+    frames, code, mine = sys._current_frames, hook.__code__, hook.__globals__  # (f_globals: no audit event)
 
     def serve():
         wake, done = ch[WAKE], ch[DONE]
@@ -83,7 +115,7 @@ def start(inline, judge):
             wake.acquire()
             event, args, ident = ch[BOX]
             frame = frames().get(ident)
-            while frame is not None and frame.f_code is not code:
+            while frame is not None and frame.f_globals is not mine:
                 frame = frame.f_back
             refusal = judge(event, args, frame.f_back if frame is not None else None, ident)
             # (a new exception: one from here would carry this thread's frames to the tree's code)

@@ -61,13 +61,11 @@ MAX_REASONS = 10
 _STATE = tuple(operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__"))
 
 
-_STR = frozenset((id(str),))
-
-
-def plain_keys(namespace):
+def plain_keys(namespace, _all=all, _map=map, _is=operator.is_, _str=itertools.repeat(str)):
     """Whether every key of a namespace is an exact str: only then does a lookup in it (or sorting its
-    keys) run no code of the tree (a key's __eq__ on a hash collision, its __str__, its __hash__)."""
-    return not set(map(id, map(type, namespace))) - _STR
+    keys) run no code of the tree (a key's __eq__ on a hash collision, its __str__, its __hash__). At C
+    speed, with no audit event and no hashing."""
+    return _all(_map(_is, _map(type, namespace), _str))
 
 
 def _state(fn):

@@ -57,6 +57,10 @@ WATCHED = {
     "code.__new__": "made a code object",
     "sys.addaudithook": "added an audit hook",
 }
+# events of the monitor thread that give the tree's code nothing: ids, and attribute reads other than
+# those that lead to a frame
+ATTR, HARMLESS = "object.__getattr__", frozenset(("builtins.id",))
+FRAME_READS = frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # events judged by their own source only: libraries the tree uses make code objects, compile and set
 # defaults as a matter of course (glom through boltons' function builder)
@@ -168,8 +172,8 @@ def install(root, own_dir, installed, codes):
         """An event raised in the monitor thread: only the grader's own code (or installed code it
         called) may raise one there; code of the tree that ran there (a method of an object a check
         read, a finalizer the collector ran) is refused at its first audited step."""
-        if walking[0]:  # (the walk's own events)
-            return
+        if walking[0] or event in HARMLESS or (event == ATTR and not (plain(args, 1) and args[1] in FRAME_READS)):
+            return  # (the walk's own events; the checks' reads of ids and function code)
         walking[0] = True
         try:
             frame, foreign = getframe(2), False
@@ -351,6 +355,13 @@ def install(root, own_dir, installed, codes):
             return "wrapped the verdict channel in a socket" if same else None
         return None
 
-    hook, hook_code = handoff.start(inline, judge)
+    always = {RECORD, EXIT, COMPILED, CHANNEL, PIN, ITEMS, TAMPER, "os.exec", "socket.__new__", *WATCHED}
+    wanted = {
+        "always": frozenset(always),
+        "installed": installed + (own_dir,),
+        "setattr": frozenset(SWAPS) | {"__class__"},
+        "root": root,
+    }
+    hook, hook_code = handoff.start(inline, judge, wanted)
     trusted = (own_dir, "<frozen ", "<bugforge hook>") + tuple(installed)
     sys.addaudithook(hook)
