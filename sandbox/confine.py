@@ -79,8 +79,9 @@ class Jail:
     bwrap: str = "bwrap"
     unconfined: bool = False
     root: bool = False
-    """Run as this machine's root with GRADING_CAPS and no user namespace (only grading does; only when
-    this process is root): launch.py can then give the tree to the test user, become it and kill it."""
+    """Run as this machine's root with GRADING_CAPS only (bubblewrap keeps all of root's unless told to
+    drop them) and no user namespace (only grading does; only when this process is root): launch.py can
+    then give the tree to the test user, become it and kill it."""
     binds: list[tuple[str, str]] = field(default_factory=list)
     """More read-write binds (folder here, path inside): grading's test user's HOME."""
 
@@ -128,7 +129,7 @@ class Jail:
     def _user(self) -> list[str]:
         """bubblewrap's options for who runs: the session's user in a user namespace, or root (`root`)."""
         if self.root:
-            return [a for cap in GRADING_CAPS for a in ("--cap-add", cap)]
+            return ["--cap-drop", "ALL", *(a for cap in GRADING_CAPS for a in ("--cap-add", cap))]
         return ["--unshare-user", "--uid", str(self.uid), "--gid", str(self.gid)]
 
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:

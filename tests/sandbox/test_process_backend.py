@@ -193,6 +193,29 @@ def test_red_team_patterns_are_not_resolved(runtime, instances):
         assert not mine.resolved and mine.status == docker.status, (name, mine.status, docker.status, mine.log)
 
 
+CAPS = """import os
+def eff():
+    return int(next(x for x in open("/proc/self/status") if x.startswith("CapEff")).split()[1], 16)
+print(os.getuid(), eff(), flush=True)
+if os.fork() == 0:
+    os.setgroups([]); os.setgid(1000); os.setuid(1000); print(os.getuid(), eff(), flush=True); os._exit(0)
+os.wait()
+"""
+
+
+def test_grading_jail_is_root_with_six_capabilities_and_the_tests_user_has_none(runtime, instances):
+    from bugforge.sandbox.confine import GRADING_CAPS
+    from bugforge.sandbox.trees import populate
+
+    rootfs, marker = runtime.grader._tree(instances[0])
+    jail = runtime.grader._jail(rootfs, marker, runtime._folder() / "caps", "/home/agent")
+    populate(jail, "/testbed")
+    (jail.home / "tests-home").mkdir()
+    r = jail.run(["python3", "-c", CAPS])
+    want = sum(1 << n for n in (0, 1, 3, 5, 6, 7))  # CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID
+    assert len(GRADING_CAPS) == 6 and r.stdout.decode().split() == ["0", str(want), "1000", "0"], r
+
+
 def test_grading_refuses_in_one_line_where_it_cannot_keep_the_guarantees(rootfs, instances, tmp_path):
     rt = ProcessRuntime(rootfs=rootfs, bwrap="/nonexistent/bwrap", work_dir=tmp_path, unconfined=True)
     try:
