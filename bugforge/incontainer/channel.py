@@ -13,6 +13,7 @@ test's `end`, once and after its `start`. Anything else is a `tamper` event in t
 writes as records arrive (a killed run still tells which tests finished). docs/security.md.
 Python 3.9, standard library only."""
 
+import hmac
 import json
 import os
 import random
@@ -75,7 +76,8 @@ class Collector:
         self.phases = {}  # node id -> its outcome so far, folded from its `phase` records
         self.witness = {}  # (node id, phase) -> (it raised, what it raised was a failure), from `call` records
         self.status = None  # the exit status the `finish` record gave
-        self.token = os.urandom(16).hex()  # given to the test process first: its records carry it
+        self.token = os.urandom(32).hex()  # the key, given to the test process first: its records carry a MAC
+        self.seq = 0  # the last record's sequence number (each record's is one more)
         fd = os.open(report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.out = os.fdopen(fd, "w", buffering=1)
 
@@ -120,16 +122,8 @@ class Collector:
         if self.finished:
             self._tamper("a record arrived after the test session finished")
             return
-        try:
-            record = json.loads(data.decode("utf-8"))
-        except ValueError:
-            self._tamper("the test process sent a record that is not JSON")
-            return
-        if not isinstance(record, dict):
-            self._tamper("the test process sent a record that is not an object")
-            return
-        if record.pop("token", None) != self.token:
-            self._tamper("a record came without the run's token (not from the probe)")
+        record = self._authentic(data)
+        if record is None:
             return
         event = record.get("event")
         if event == "call":
@@ -189,6 +183,29 @@ class Collector:
             self._tamper("%s ended without its call phase" % nodeid)
             r["outcome"] = "error"
         self.out.write(json.dumps(dict(r, event="test", nodeid=nodeid)) + "\n")
+
+    def _authentic(self, data):
+        """The record `data` carries, if the monitor sent it: its body with an HMAC under the run's key,
+        and the next sequence number (a descriptor hijacked on the way sees records, but can neither
+        forge one nor drop or replay one unseen). None (and tampering) otherwise."""
+        try:
+            wire = json.loads(data.decode("utf-8"))
+        except ValueError:
+            self._tamper("the test process sent a record that is not JSON")
+            return None
+        body, mac = (wire.get("body"), wire.get("mac")) if isinstance(wire, dict) else (None, None)
+        record = None
+        if isinstance(body, str) and isinstance(mac, str):
+            good = hmac.compare_digest(hmac.new(bytes.fromhex(self.token), body.encode(), "sha256").hexdigest(), mac)
+            record = json.loads(body) if good else None
+        if record is None:
+            self._tamper("a record came without the run's token (not from the probe)")
+            return None
+        if not isinstance(record, dict) or record.pop("seq", None) != self.seq + 1:
+            self._tamper("a record came out of sequence (one was dropped, replayed or forged)")
+            return None
+        self.seq += 1
+        return record
 
     def exited(self, status):
         """The started process's exit status: it must be the one its `finish` record gave."""

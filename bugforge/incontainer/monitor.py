@@ -29,7 +29,9 @@ of reach of code that cannot walk objects or frames, and walking them is itself 
   itself tries to exec another program (refused: the pid would stay and the probe would not).
 Python 3.9, standard library only."""
 
+import _hashlib
 import _socket
+import hmac
 import json
 import os
 import re
@@ -56,6 +58,7 @@ WATCHED = {
     "ctypes.addressof": "read raw memory (ctypes)",
     "code.__new__": "made a code object",
     "sys.addaudithook": "added an audit hook",
+    "cpython.PyInterpreterState_New": "created a subinterpreter (whose code no audit hook of this one sees)",
 }
 # events of the monitor thread that give the tree's code nothing: ids, and attribute reads other than
 # those that lead to a frame
@@ -88,6 +91,18 @@ def _is_file_source(args):
     return source == data or (type(source) is str and source.encode("utf-8", "surrogateescape") == data)
 
 
+def nondumpable():
+    """Make the process non-dumpable (prctl, through ctypes, before any code of the tree): its memory
+    (/proc/self/mem, where the run's key is) is then root's to read, not the test user's, in a fork
+    too. Where ctypes or prctl is missing the key stays readable there (docs/security.md)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
 def install(root, own_dir, installed, codes):
     """Add the hook (once per process). root: the tree; own_dir: the probe's package directory;
     installed: directories of installed code; codes: the code objects of the probe's own functions that
@@ -98,10 +113,11 @@ def install(root, own_dir, installed, codes):
     _STARTED.append(True)
     import threading
 
-    state = {"fd": None, "token": "", "pid": None, "pinned": (), "snap": None, "compare": None,
+    state = {"fd": None, "key": b"", "seq": 0, "pid": None, "pinned": (), "snap": None, "compare": None,
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
     dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
+    mac_of = getattr(_hashlib, "hmac_digest", None) or hmac.digest  # (C: OpenSSL's)
     seen = witness.Witness()  # (what the grader compiled, how each test's own function ended: witness.py)
     main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
     root = root.rstrip("/") + "/"
@@ -126,7 +142,7 @@ def install(root, own_dir, installed, codes):
             and (tree_code(filename) or not filename.startswith(root))
         )
 
-    def culprit(frame):
+    def culprit(frame, thread):
         """Whether the event comes from the tree's non-test code: the first frame outward from the one
         that raised it that is a file neither installed nor of the tree's tests (code compiled from a
         string is passed over; a file outside the tree and the installed directories, one written at run
@@ -136,7 +152,7 @@ def install(root, own_dir, installed, codes):
             if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
                 return untrusted(filename)
             frame = frame.f_back
-        return False
+        return thread != main  # (another thread of code compiled from strings and installed code only: the tree's)
 
     def direct(frame):
         """Whether the event's own source is the tree's non-test code: the first frame outward that is a
@@ -158,10 +174,14 @@ def install(root, own_dir, installed, codes):
         return False
 
     def send(record):
+        """A record to the collector: its JSON with the next sequence number, and an HMAC of that under
+        the run's key (channel.py), computed by OpenSSL's C function bound before any code of the tree."""
         if state["fd"] is not None and getpid() == state["pid"]:
-            record = dict(record, token=state["token"])
+            state["seq"] += 1
+            body = dumps(dict(record, seq=state["seq"]))
+            mac = mac_of(state["key"], body.encode(), "sha256").hex()
             try:
-                write(state["fd"], dumps(record).encode())
+                write(state["fd"], dumps({"body": body, "mac": mac}).encode())
             except OSError:
                 pass
 
@@ -179,7 +199,9 @@ def install(root, own_dir, installed, codes):
             frame, foreign = getframe(2), False
             while frame is not None and not foreign:
                 name = frame.f_code.co_filename
-                foreign = type(name) is not str or not name.startswith(trusted)
+                foreign = frame.f_globals is not hook_globals and (
+                    type(name) is not str or not name.startswith(trusted)
+                )
                 frame = frame.f_back
         finally:
             walking[0] = False
@@ -287,7 +309,7 @@ def install(root, own_dir, installed, codes):
             if state["pid"] == getpid():
                 tamper("the verdict channel was replaced")
             else:
-                state.update(fd=args[0], token=args[1], pid=getpid())
+                state.update(fd=args[0], key=bytes.fromhex(args[1]), seq=0, pid=getpid())
         elif event == PIN:  # the probe's state once it is whole: once per process, or again before the channel
             if state["pid"] == getpid() and state["pin_pid"] == getpid():
                 tamper("the probe's pinned state was replaced")
@@ -320,8 +342,9 @@ def install(root, own_dir, installed, codes):
                 raise Refused("the audit hook's frames are not to be read")
         else:
             reason = _judge(event, args, frame)
-            if reason and (direct(frame) if event in DIRECT else culprit(frame)):
+            if reason and (direct(frame) if event in DIRECT else culprit(frame, thread)):
                 tamper("code of the tree %s (%s)" % (reason, event))
+                raise Refused("code of the tree may not do that here (%s)" % event)  # (in a fork too: no record)
 
     def plain(args, i):
         """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
@@ -363,5 +386,6 @@ def install(root, own_dir, installed, codes):
         "root": root,
     }
     hook, hook_code = handoff.start(inline, judge, wanted)
-    trusted = (own_dir, "<frozen ", "<bugforge hook>") + tuple(installed)
+    trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
+    nondumpable()
     sys.addaudithook(hook)

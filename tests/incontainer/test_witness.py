@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bugforge.sandbox import attacks_round9 as round9
 from bugforge.sandbox.attacks import round6, round7, round8  # (attacks.py imports each round after its own names)
 
 SHAPES = {
@@ -111,6 +112,17 @@ ROUND8 = {
     "a hash collision with the witness's state in the test frame": round8.FRAME_EQ,
     "the test's TestCase instance given assertions that do nothing": round8.INSTANCE_ASSERTS,
 }
+# round nine: the fresh set after round eight's fixes; it won against the graders of 93b7886 (6 of 6);
+# its forging payloads read the test ids the pattern appends first (_r9_ids)
+IDS = '_r9_ids = ["tests/test_it.py::test_bug", "tests/test_it.py::T::test_bug"]\n'
+ROUND9 = {
+    "a man in the middle of the channel's descriptor": round9.RELAY,
+    "gc in a forked child, where the monitor is mute": IDS + round9.FORK,
+    "the key read from the process's own memory": IDS + round9.MEM,
+    "a subinterpreter with no audit hook": IDS + round9.SUBINTERP,
+    "string-compiled code in a thread": round9.THREAD,
+    "code named '<frozen ...>' run in the monitor thread": round9.FROZEN,
+}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -173,6 +185,14 @@ def test_round_eight_is_caught(launch, name, suite):
             "self.assertEqual(pkg.add(1, 2), 3)", "got = pkg.add(1, 2)\n        self.assertEqual(got, 3)"
         )
     records, r = launch(files)
+    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
+    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND9))
+def test_round_nine_is_caught(launch, name, suite):
+    records, r = launch({"pkg/__init__.py": PKG + ROUND9[name], "tests/__init__.py": "", **SUITES[suite]})
     ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
     assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
 
