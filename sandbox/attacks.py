@@ -365,3 +365,7 @@ PATTERNS.update(round7.PATTERNS)
 from bugforge.sandbox import attacks_round8 as round8  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round8.PATTERNS)
+
+from bugforge.sandbox import attacks_round9 as round9  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round9.PATTERNS)
