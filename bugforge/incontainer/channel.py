@@ -3,10 +3,11 @@ user cannot reach, over a Unix socket pair, never through a file the test user c
 
 The collector (launch.py for a fresh container and the exported eval_script, the test server for warm
 grading) makes the pair, starts the test process with one end (BUGFORGE_CHANNEL names its descriptor),
-sends it the run's token first, and reads records from the other end with the kernel's credentials of
+sends it the run's key first, and reads records from the other end with the kernel's credentials of
 each sender (SO_PASSCRED: a process cannot send another's pid). In the test process the monitor
-(monitor.py) alone holds the descriptor and the token. The collector accepts a record only from the
-process it started, with the token, and only until that process's `finish` record; the process must
+(monitor.py) alone holds the descriptor and the key. The collector accepts a record only from the
+process it started, with an HMAC under the key over it and the next sequence number, and only until
+that process's `finish` record; the process must
 exit with the status `finish` gave. It folds each test's `phase` records into the test's outcome,
 holding each phase to the `call` record of pytest's call of it, and writes a `test` record at the
 test's `end`, once and after its `start`. Anything else is a `tamper` event in the report, which it

@@ -1,13 +1,13 @@
-"""The test process's monitor: an audit hook (PEP 578) that holds the verdict channel and its token.
+"""The test process's monitor: an audit hook (PEP 578) that holds the verdict channel and its key.
 
 `install` runs when the probe is imported, before any code of the tree (start.py); no Python code can
-remove an audit hook, and this one is referenced by nothing but the interpreter, so what its closure
-holds (the channel's descriptor, the run's token, the genuine code of the probe's `Report.emit`) is out
-of reach of code that cannot walk objects or frames, and walking them is itself an event it watches.
+remove an audit hook. The state (the channel's descriptor, the run's key, the genuine code of the
+probe's `Report.emit`) and every check live in the monitor's own thread (handoff.py), which the tree's
+code reaches only through audited steps, each refused.
 
 - The run's records travel only through it: `sys.audit("bugforge.record", record)` from the probe's
-  `Report.emit` (checked by its caller's code object) is sent with the token the collector gave the
-  run; the collector refuses a record without it (channel.py). A record from anywhere else is refused.
+  `Report.emit` (checked by its caller's code object) is sent with an HMAC under the key the collector
+  gave the run and a sequence number (channel.py). A record from anywhere else is refused.
 - `sys.audit("bugforge.tamper", reason)` sends a tamper record, from anywhere (integrity.py uses it).
 - `sys.audit("bugforge.pin", [(name, namespace, keys)])`, once per process (or again before the
   channel is set, as the test server does when it holds a collected session): the probe's own

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bugforge.sandbox import attacks_round9 as round9
-from bugforge.sandbox.attacks import round6, round7, round8  # (attacks.py imports each round after its own names)
+from bugforge.sandbox.attacks import round6, round7, round8, round9  # (attacks.py imports each round after its own names)
 
 SHAPES = {
     "pkg/__init__.py": "def add(a, b):\n    return a + b\n",
