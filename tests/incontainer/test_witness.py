@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from bugforge.sandbox.attacks import round6, round7, round8, round9  # (attacks.py imports each round after its own names)
+from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
+    round6,
+    round7,
+    round8,
+    round9,
+)
 
 SHAPES = {
     "pkg/__init__.py": "def add(a, b):\n    return a + b\n",
