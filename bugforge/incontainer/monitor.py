@@ -337,8 +337,9 @@ def install(root, own_dir, installed, codes):
         elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
         elif event == "object.__getattr__" and plain(args, 1) and args[1] == "f_code" and type(args[0]) is FRAME:
-            if args[0].f_code is hook_code:  # (its constants lead to the monitor: handoff.py)
-                tamper("code read the code of the grader's audit hook from its frame")
+            # (its constants lead to the monitor: handoff.py; a tracer of installed code, coverage, reads it)
+            if args[0].f_code is hook_code and culprit(frame, thread):
+                tamper("code of the tree read the code of the grader's audit hook from its frame")
                 raise Refused("the audit hook's frames are not to be read")
         else:
             reason = _judge(event, args, frame)
