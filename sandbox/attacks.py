@@ -369,3 +369,7 @@ PATTERNS.update(round8.PATTERNS)
 from bugforge.sandbox import attacks_round9 as round9  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round9.PATTERNS)
+
+from bugforge.sandbox import attacks_round10 as round10  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round10.PATTERNS)

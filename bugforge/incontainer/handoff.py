@@ -47,7 +47,7 @@ def hook(event, args):
             if not (len(args) > 1 and type(args[1]) is str and args[1] in @setattr@):
                 return None
         elif event == "object.__getattr__":
-            if not (len(args) > 1 and type(args[1]) is str and args[1] == "f_code"):
+            if not (len(args) > 1 and type(args[1]) is str and args[1] in @frames@):
                 return None
         elif event in @paths@:
             if not (args and type(args[0]) in @proc@ and args[0].startswith(@proc@[type(args[0])])):
@@ -73,6 +73,18 @@ def hook(event, args):
 """
 
 
+def nondumpable():
+    """Make the process non-dumpable (prctl, through ctypes, before any code of the tree): its memory
+    (/proc/self/mem, where the run's key is) is then root's to read, not the test user's, in a fork
+    too. Where ctypes or prctl is missing the key stays readable there (docs/security.md)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
 def _hook(consts):
     """The hook function: each @NAME@ of the template becomes the constant consts[NAME] (a float literal
     stands in for it at compilation: the compiler folds no call or subscript of one)."""
@@ -80,7 +92,7 @@ def _hook(consts):
     source = _TEMPLATE
     for i, name in enumerate(names):
         source = source.replace("@%s@" % name, "%de-300" % (i + 1))
-    stand_in = {(i + 1) * 1e-300: consts[name] for i, name in enumerate(names)}
+    stand_in = {float("%de-300" % (i + 1)): consts[name] for i, name in enumerate(names)}
     scope = {}
     with warnings.catch_warnings():  # (calling and subscripting a float literal)
         warnings.simplefilter("ignore")
@@ -104,10 +116,12 @@ def start(inline, judge, wanted):
             wanted, ident=_thread.get_ident, ch=ch, inline=inline, pid=os.getpid, finalizing=sys.is_finalizing,
             sigmask=signal.pthread_sigmask, block=signal.SIG_BLOCK, setmask=signal.SIG_SETMASK,
             all=signal.valid_signals(), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
+            frames=frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame")),
             proc={str: "/proc/", bytes: b"/proc/"},
         )
     )  # fmt: skip
     frames, code, mine = sys._current_frames, hook.__code__, hook.__globals__  # (f_globals: no audit event)
+    serving = globals()  # (serve's frames: the bottom of the monitor thread's stack)
 
     def serve():
         wake, done = ch[WAKE], ch[DONE]
@@ -129,9 +143,12 @@ def start(inline, judge, wanted):
         ch[WAKE].acquire()
         ch[DONE].acquire()
         ch[MAIN], ch[RESULT] = _thread.get_ident(), None
-        ch[MON] = _thread.start_new_thread(serve, ())
+        try:
+            ch[MON] = _thread.start_new_thread(serve, ())
+        except BaseException:  # noqa: BLE001 (no monitor, no process: a fork left unwatched would run on)
+            os._exit(70)
         ch[PID] = os.getpid()
 
     launch()
     os.register_at_fork(after_in_child=launch)
-    return hook, code
+    return hook, code, serving

@@ -77,12 +77,15 @@ def _under(name, prefixes):
 
 
 def _function(obj):
-    """The plain functions behind a function, classmethod, staticmethod or property."""
-    if isinstance(obj, (classmethod, staticmethod)):
+    """The plain functions behind a function, classmethod, staticmethod or property (by exact type: no
+    code of the tree's classes runs here, as `isinstance` would run a `__class__` property)."""
+    kind = type(obj)
+    if kind is classmethod or kind is staticmethod:
         obj = obj.__func__
-    if isinstance(obj, property):
-        return [f for f in (obj.fget, obj.fset, obj.fdel) if isinstance(f, types.FunctionType)]
-    return [obj] if isinstance(obj, types.FunctionType) else []
+        kind = type(obj)
+    if kind is property:
+        return [f for f in (obj.fget, obj.fset, obj.fdel) if type(f) is types.FunctionType]
+    return [obj] if kind is types.FunctionType else []
 
 
 def installed_dirs(root):
@@ -95,26 +98,43 @@ def installed_dirs(root):
     return tuple(d.rstrip("/") + "/" for d in dirs if not (d + "/").startswith(root))
 
 
+_MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
+_CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
+_MODULE_OF, ODD = type.__dict__["__module__"].__get__, "<a value whose class cannot be read plainly>"
+
+
 def _files_of(value):
-    """The source files a value's behaviour comes from ([] for built-in code and plain data)."""
-    if type(value) is types.ModuleType:
+    """The source files a value's behaviour comes from ([] for built-in code and plain data). Only exact
+    types and C-level reads: no method of the value's class runs (the monitor calls this on the tree's
+    values, in its own thread)."""
+    kind = type(value)
+    if kind is types.ModuleType or kind is types.BuiltinFunctionType:
         return []
-    fns = _function(value) or _function(getattr(value, "__func__", None))
+    fns = _function(value) or (_function(value.__func__) if kind is types.MethodType else [])
     if fns:
         return [f.__code__.co_filename for f in fns]
-    if isinstance(value, (types.BuiltinFunctionType, types.ModuleType)) or not (
-        callable(value) or hasattr(type(value), "__get__")
-    ):
-        return (
-            [] if not hasattr(value, "__dict__") or isinstance(value, types.ModuleType) else _class_files(type(value))
-        )
-    return _class_files(value if isinstance(value, type) else type(value))
+    if issubclass(kind, type):  # (a class: its own module)
+        return _class_files(value)
+    described = any(not plain_keys(_CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
+    if not (callable(value) or described):
+        return _class_files(kind) if _DICT_OFFSET(kind) else []
+    return _class_files(kind)
 
 
 def _class_files(cls):
-    module = sys.modules.get(getattr(cls, "__module__", "") or "")
-    path = getattr(module, "__file__", None)
-    return [path] if path else []
+    """The file of the module a class names (none for a built-in module's), read plainly; ODD where a
+    namespace on the way holds a key that is not a string or a value of an unexpected type."""
+    modules = sys.modules
+    if not plain_keys(_CLASS_DICT(cls)) or not plain_keys(modules):
+        return [ODD]
+    name = _MODULE_OF(cls)  # (C: the class's `__module__`, or a built-in type's)
+    module = modules.get(name) if type(name) is str else ODD
+    if module is None:
+        return []
+    if type(module) is not types.ModuleType or not plain_keys(_MODULE_DICT(module)):
+        return [ODD]
+    path = _MODULE_DICT(module).get("__file__")
+    return [path] if type(path) is str else []
 
 
 def _record(where, owner, namespace, strict, entries, functions):
@@ -156,7 +176,7 @@ def _entry_problems(entry, installed, root):
             out.append("%s.%s was replaced during the run" % (where, key))
     for key in sorted(set(namespace) - keyset, key=str):
         now = namespace.get(key)
-        if isinstance(now, types.ModuleType) or key == "__warningregistry__":
+        if type(now) is types.ModuleType or key == "__warningregistry__":
             continue  # a submodule imported since; the warnings module's own registry
         if not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
             out.append("%s.%s was added during the run" % (where, key))
@@ -171,7 +191,7 @@ def _accept(entry):
     now_keys = tuple(namespace)
     now_values = tuple(map(namespace.get, now_keys))
     fns = tuple(
-        v for k, v in zip(now_keys, now_values) if isinstance(v, types.FunctionType) and then.get(k, _MISSING) is not v
+        v for k, v in zip(now_keys, now_values) if type(v) is types.FunctionType and then.get(k, _MISSING) is not v
     )
     return now_keys, now_values, fns, tuple(f.__code__ for f in fns)
 

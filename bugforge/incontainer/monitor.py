@@ -91,18 +91,6 @@ def _is_file_source(args):
     return source == data or (type(source) is str and source.encode("utf-8", "surrogateescape") == data)
 
 
-def nondumpable():
-    """Make the process non-dumpable (prctl, through ctypes, before any code of the tree): its memory
-    (/proc/self/mem, where the run's key is) is then root's to read, not the test user's, in a fork
-    too. Where ctypes or prctl is missing the key stays readable there (docs/security.md)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    except (ImportError, OSError, AttributeError):
-        pass
-
-
 def install(root, own_dir, installed, codes):
     """Add the hook (once per process). root: the tree; own_dir: the probe's package directory;
     installed: directories of installed code; codes: the code objects of the probe's own functions that
@@ -116,7 +104,7 @@ def install(root, own_dir, installed, codes):
     state = {"fd": None, "key": b"", "seq": 0, "pid": None, "pinned": (), "snap": None, "compare": None,
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
-    dumps, write, getpid, getframe = json.dumps, os.write, os.getpid, sys._getframe
+    dumps, loads, write, getpid, getframe = json.dumps, json.loads, os.write, os.getpid, sys._getframe
     mac_of = getattr(_hashlib, "hmac_digest", None) or hmac.digest  # (C: OpenSSL's)
     seen = witness.Witness()  # (what the grader compiled, how each test's own function ended: witness.py)
     main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
@@ -223,6 +211,14 @@ def install(root, own_dir, installed, codes):
             )
         return None
 
+    def reaches_monitor(frame):
+        """Whether a frame's callers lead into the monitor thread (to serve, at its stack's bottom)."""
+        while type(frame) is FRAME:
+            if frame.f_globals is serving:
+                return True
+            frame = frame.f_back
+        return False
+
     def caller_is(event, frame):
         return frame.f_code is codes[event]
 
@@ -278,13 +274,17 @@ def install(root, own_dir, installed, codes):
     def _handle(event, args, frame, thread):
         """frame: the frame that raised the event (sys.audit's caller); thread: its thread's ident."""
         if event == RECORD:
-            record, frame = args[0], frame  # (the frame that raised the event: the emit)
+            # (a copy in exact types, by json's C code: a node id of the tree's str subclass would run
+            # its __hash__ and __eq__ in every lookup here)
+            record = loads(dumps(args[0])) if type(args[0]) is dict else None
             if not caller_is(RECORD, frame):
                 tamper("a record was sent from outside the probe")
             elif not getattr(frame.f_back, "f_code", frame.f_code).co_filename.startswith(own_dir):
                 tamper("a record was sent through the probe by code that is not the probe's")
             elif thread != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
                 tamper("a record was sent from another thread")
+            elif type(record) is not dict:
+                tamper("a record that is not a dictionary was sent")
             elif on_behalf_of_tree(frame):
                 tamper("a record was sent on behalf of the tree's code")
             else:
@@ -336,7 +336,11 @@ def install(root, own_dir, installed, codes):
             raise Refused("the test process may not exec")
         elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
-        elif event == "object.__getattr__" and plain(args, 1) and args[1] == "f_code" and type(args[0]) is FRAME:
+        elif event == ATTR and plain(args, 1) and args[1] != "f_code" and culprit(frame, thread):
+            if reaches_monitor(getattr(args[0], args[1], None)):  # (a traceback the monitor thread made)
+                tamper("code of the tree took a frame of the grader's monitor thread (%s)" % args[1])
+                raise Refused("the monitor thread's frames are not to be read")
+        elif event == ATTR and plain(args, 1) and args[1] == "f_code" and type(args[0]) is FRAME:
             # (its constants lead to the monitor: handoff.py; a tracer of installed code, coverage, reads it)
             if args[0].f_code is hook_code and culprit(frame, thread):
                 tamper("code of the tree read the code of the grader's audit hook from its frame")
@@ -371,7 +375,7 @@ def install(root, own_dir, installed, codes):
             path = args[0].decode("utf-8", "replace") if type(args[0]) is bytes else args[0]
             if type(path) is str and PROC_FD.match(path):
                 return "listed a process's descriptors"
-        if event == "socket.__new__" and state["fd"] is not None and args and isinstance(args[0], _socket.socket):
+        if event == "socket.__new__" and state["fd"] is not None and args and issubclass(type(args[0]), _socket.socket):
             try:
                 same = _socket.socket.fileno(args[0]) == state["fd"]  # (the C method: never an override)
             except OSError:
@@ -386,7 +390,7 @@ def install(root, own_dir, installed, codes):
         "setattr": frozenset(SWAPS) | {"__class__"},
         "root": root,
     }
-    hook, hook_code = handoff.start(inline, judge, wanted)
+    hook, hook_code, serving = handoff.start(inline, judge, wanted)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
-    nondumpable()
+    handoff.nondumpable()
     sys.addaudithook(hook)

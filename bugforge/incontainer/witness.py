@@ -53,6 +53,8 @@ def _has_yield(fn):
 CASE_METHODS = frozenset(
     n for n in dir(unittest.TestCase) if not n.startswith("_") and callable(getattr(unittest.TestCase, n))
 )
+# what TestCase's methods look up on the instance: its methods (public and private) and failureException
+SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
 METHOD_BIND = (
     METHOD + " = lambda o, n, _t=type, _g=getattr, _h=hasattr: "
     "_g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
@@ -204,6 +206,11 @@ class Witness:
         local = frame.f_locals
         if any(type(k) is not str for k in local):  # (a lookup among such keys would run their code)
             return "a test function's frame holds a local that is not named by a string"
+        case = local.get("self")
+        if issubclass(type(case), unittest.TestCase):  # (TestCase's own methods look these up on the instance)
+            own = vars(case)
+            if any(type(k) is not str for k in own) or not SHADOWABLE.isdisjoint(own):
+                return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
         if self.current is not None and code is self.expect.get(self.current):
             self.exits.setdefault(self.current, []).append(local.get(STATE))
         return ""

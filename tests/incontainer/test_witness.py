@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bugforge.sandbox import attacks_round10 as round10  # (unregistered: after attacks.py)
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -127,6 +128,14 @@ ROUND9 = {
     "string-compiled code in a thread": round9.THREAD,
     "code named '<frozen ...>' run in the monitor thread": round9.FROZEN,
 }
+# round ten: the fresh set after round nine's fixes; it won 2 of 5 against the graders of 35cf02d
+IDS10 = '_r10_ids = ["tests/test_it.py::test_bug", "tests/test_it.py::T::test_bug"]\n'
+ROUND10 = {
+    "a traceback made in the monitor thread, read from another": round10.TBCHAIN,
+    "a forked child whose monitor thread cannot start": IDS10 + round10.NOTHREAD,
+    "a node id whose hash misses in the monitor thread": IDS10 + round10.NODEID,
+    "the instance's equality function": round10.EQUALITY + round10._quiet_every_function(),
+}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -197,6 +206,14 @@ def test_round_eight_is_caught(launch, name, suite):
 @pytest.mark.parametrize("name", sorted(ROUND9))
 def test_round_nine_is_caught(launch, name, suite):
     records, r = launch({"pkg/__init__.py": PKG + ROUND9[name], "tests/__init__.py": "", **SUITES[suite]})
+    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
+    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND10))
+def test_round_ten_is_caught(launch, name, suite):
+    records, r = launch({"pkg/__init__.py": PKG + ROUND10[name], "tests/__init__.py": "", **SUITES[suite]})
     ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
     assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
 
