@@ -116,7 +116,7 @@ def _ids() -> str:
 # 1. a node id whose hash depends on the thread; the item's function a no-op
 NODEID = (
     _COMMON
-    + '''
+    + """
 
 class _r10_Id(str):
     __slots__ = ()
@@ -158,7 +158,7 @@ def _r10_install():
 if not globals().get("_r10_done"):
     _r10_done = True
     _r10_install()
-'''
+"""
 )
 
 # 2. a traceback made in the monitor thread leads, once its frames return, to the monitor's closure
@@ -324,7 +324,8 @@ def _r10_forge(session):
 
 def _r10_on_loop(session):
     _r10_forge(session)
-''' + '''
+'''
+    + '''
 
 class _r10_Options(_r10_argparse.Namespace):
     """config.option, with a `collectonly` that pytest's run loop reads right before the first test."""
@@ -364,15 +365,15 @@ if not globals().get("_r10_done"):
 
 # 4. a node id with a newline: the eval_script's summary prints a PASSED line for the failing test
 NEWLINE = NOTHREAD.replace(
-    '''def _r10_on_loop(session):
+    """def _r10_on_loop(session):
     _r10_forge(session)
-''',
-    '''def _r10_on_loop(session):
+""",
+    """def _r10_on_loop(session):
     for item in session.items:
         nodeid = str(item.nodeid)
         if _r10_wanted(nodeid) and "\\n" not in nodeid:
             item._nodeid = nodeid + "\\nPASSED " + nodeid
-''',
+""",
 )
 
 # 5. TestCase's genuine assertEqual asks the instance for its equality function
@@ -401,7 +402,7 @@ def _r10_quiet_case():
 
 def _quiet_every_function() -> str:
     """Python: every function of the module calls _r10_quiet_case first (the tree's code the tests call)."""
-    return '''
+    return """
 
 def _r10_wrap_all():
     import functools
@@ -421,7 +422,7 @@ def _r10_wrap_all():
 if not globals().get("_r10_done"):
     _r10_done = True
     _r10_wrap_all()
-'''
+"""
 
 
 PATTERNS: dict[str, Pattern] = {

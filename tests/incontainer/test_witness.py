@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from bugforge.sandbox import attacks_round10 as round10  # (unregistered: after attacks.py)
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
     round8,
     round9,
+    round10,
 )
 
 SHAPES = {
