@@ -60,8 +60,7 @@ WATCHED = {
     "sys.addaudithook": "added an audit hook",
     "cpython.PyInterpreterState_New": "created a subinterpreter (whose code no audit hook of this one sees)",
 }
-# events of the monitor thread that give the tree's code nothing: ids, and attribute reads other than
-# those that lead to a frame
+# events of the monitor thread that give the tree's code nothing: ids, reads that lead to no frame
 ATTR, HARMLESS = "object.__getattr__", frozenset(("builtins.id",))
 FRAME_READS = frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"))
 PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
@@ -135,12 +134,15 @@ def install(root, own_dir, installed, codes):
         that raised it that is a file neither installed nor of the tree's tests (code compiled from a
         string is passed over; a file outside the tree and the installed directories, one written at run
         time, counts as the tree's)."""
+        strings = False
         while frame is not None:
-            filename = frame.f_code.co_filename
+            code = frame.f_code
+            filename = code.co_filename
             if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
                 return untrusted(filename)
+            strings = strings or not (filename.startswith("/") or id(code) in frozen)
             frame = frame.f_back
-        return thread != main  # (another thread of code compiled from strings and installed code only: the tree's)
+        return strings and thread != main  # (another thread of string-compiled and installed code only: the tree's)
 
     def direct(frame):
         """Whether the event's own source is the tree's non-test code: the first frame outward that is a
@@ -188,7 +190,7 @@ def install(root, own_dir, installed, codes):
             while frame is not None and not foreign:
                 name = frame.f_code.co_filename
                 foreign = frame.f_globals is not hook_globals and (
-                    type(name) is not str or not name.startswith(trusted)
+                    (type(name) is not str or not name.startswith(trusted)) and id(frame.f_code) not in frozen
                 )
                 frame = frame.f_back
         finally:
@@ -393,4 +395,5 @@ def install(root, own_dir, installed, codes):
     hook, hook_code, serving = handoff.start(inline, judge, wanted)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
     handoff.nondumpable()
+    frozen = handoff.frozen_codes()  # (frozen modules' code: trusted by identity, as installed files by path)
     sys.addaudithook(hook)
