@@ -104,8 +104,7 @@ def install(root, own_dir, installed, codes):
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
              "bindings": (), "defined": []}  # fmt: skip
     dumps, loads, write, getpid, getframe = json.dumps, json.loads, os.write, os.getpid, sys._getframe
-    mac_of = getattr(_hashlib, "hmac_digest", None) or hmac.digest  # (C: OpenSSL's)
-    seen = witness.Witness()  # (what the grader compiled, how each test's own function ended: witness.py)
+    mac_of, seen = getattr(_hashlib, "hmac_digest", None) or hmac.digest, witness.Witness()  # (OpenSSL's C)
     main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
     root = root.rstrip("/") + "/"
 
@@ -351,7 +350,8 @@ def install(root, own_dir, installed, codes):
             reason = _judge(event, args, frame)
             if reason and (direct(frame) if event in DIRECT else culprit(frame, thread)):
                 tamper("code of the tree %s (%s)" % (reason, event))
-                raise Refused("code of the tree may not do that here (%s)" % event)  # (in a fork too: no record)
+                if event in WATCHED and event not in DIRECT:  # (walking objects, frames, native code: in a
+                    raise Refused("code of the tree may not do that here (%s)" % event)  # fork too, no record)
 
     def plain(args, i):
         """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
