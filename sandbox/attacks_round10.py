@@ -432,7 +432,7 @@ PATTERNS: dict[str, Pattern] = {
         "that hashes as str in the main thread and misses in any other, and a no-op as its function: pytest "
         "reports it passed, and the monitor's per-test checks (the item's function, the witness) look the id "
         "up in its own thread and find nothing",
-        mechanism="rebinding objects",
+        mechanism="rebinding unwatched objects",
     ),
     "round10: a traceback made in the monitor thread leads to its closure; send's dumps rewritten": Pattern(
         append(TBCHAIN),
@@ -462,6 +462,6 @@ PATTERNS: dict[str, Pattern] = {
         what="every function of the changed module first gives the TestCase instance on the stack a "
         "_getAssertEqualityFunc that returns a no-op: the genuine assertEqual (looked up on the class) then "
         "asserts nothing, and the test's own function returns normally",
-        mechanism="rebinding objects",
+        mechanism="rebinding unwatched objects",
     ),
 }
