@@ -171,12 +171,17 @@ sys.meta_path.insert(0, _Plain())
 """
 
 
+def _caught(launch, files):
+    """An attack in FILES is caught: tampering reported, or its failing test not passed."""
+    records, r = launch(files)
+    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
+    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+
+
 @pytest.mark.parametrize("suite", sorted(SUITES))
 @pytest.mark.parametrize("name", sorted(ROUND6))
 def test_round_six_is_caught(launch, name, suite):
-    records, r = launch({"pkg/__init__.py": PKG + ROUND6[name], "tests/__init__.py": "", **SUITES[suite]})
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND6[name], "tests/__init__.py": "", **SUITES[suite]})
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
@@ -184,9 +189,7 @@ def test_round_six_is_caught(launch, name, suite):
 def test_round_seven_is_caught(launch, name, suite):
     files = {"pkg/__init__.py": PKG + ROUND7[name], "tests/__init__.py": "", **SUITES[suite]}
     files["pkg/_r7_reference.py"] = "def add(a, b):\n    return a + b\n"  # (the replay's reference)
-    records, r = launch(files)
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    _caught(launch, files)
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
@@ -197,25 +200,19 @@ def test_round_eight_is_caught(launch, name, suite):
         files["tests/test_it.py"] = files["tests/test_it.py"].replace(
             "self.assertEqual(pkg.add(1, 2), 3)", "got = pkg.add(1, 2)\n        self.assertEqual(got, 3)"
         )
-    records, r = launch(files)
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    _caught(launch, files)
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
 @pytest.mark.parametrize("name", sorted(ROUND9))
 def test_round_nine_is_caught(launch, name, suite):
-    records, r = launch({"pkg/__init__.py": PKG + ROUND9[name], "tests/__init__.py": "", **SUITES[suite]})
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND9[name], "tests/__init__.py": "", **SUITES[suite]})
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
 @pytest.mark.parametrize("name", sorted(ROUND10))
 def test_round_ten_is_caught(launch, name, suite):
-    records, r = launch({"pkg/__init__.py": PKG + ROUND10[name], "tests/__init__.py": "", **SUITES[suite]})
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND10[name], "tests/__init__.py": "", **SUITES[suite]})
 
 
 def test_a_signal_handler_finds_nothing_of_the_monitor_in_the_frames_it_is_given(launch):
