@@ -124,14 +124,16 @@ def _hook(consts):
     return types.FunctionType(code, {"__builtins__": __builtins__})  # (its own globals: serve finds its frames)
 
 
-def start(inline, judge, wanted):
+def start(inline, judge, wanted, quietly):
     """Start the monitor thread; (the audit hook, its code): the caller adds the hook. inline(event,
     args): an event raised in the monitor thread; judge(event, args, frame, ident): an event thread
     `ident` raised, `frame` the frame that raised it (None: not found); judge must not raise, and what
     it returns, when a str, is raised in that thread as a PermissionError (a refusal). wanted: which
     events judge sees ({"always": event names, "installed": path prefixes of compile's file names,
     "setattr": attribute names of object.__setattr__, "root": the tree, whose module code's exec it
-    sees}; plus reads of f_code, and opening or listing a path under /proc)."""
+    sees}; plus reads of f_code, and opening or listing a path under /proc). quietly(fn): fn, its
+    audited steps (reading other threads' frames) not judged by `inline` (the search for the raising
+    frame reads only frames and dicts of ints)."""
     ch = [None, None, None, None, None, None, None, None]  # (no pid yet: events pass by until launched)
     hook = _hook(
         dict(
@@ -145,15 +147,21 @@ def start(inline, judge, wanted):
     frames, code, mine = sys._current_frames, hook.__code__, hook.__globals__  # (f_globals: no audit event)
     serving = globals()  # (serve's frames: the bottom of the monitor thread's stack)
 
+    @quietly
+    def raising(ident):
+        """The frame that raised the event thread `ident` handed over: the caller of its hook's frame."""
+        frame = frames().get(ident)
+        while frame is not None and frame.f_globals is not mine:
+            frame = frame.f_back
+        return frame.f_back if frame is not None else None
+
     def serve():
         wake, done = ch[WAKE], ch[DONE]
         while True:
             wake.acquire()
             event, args, ident = ch[BOX]
-            frame = frames().get(ident)
-            while frame is not None and frame.f_globals is not mine:
-                frame = frame.f_back
-            refusal = judge(event, args, frame.f_back if frame is not None else None, ident)
+            frame = raising(ident)
+            refusal = judge(event, args, frame, ident)
             # (a new exception: one from here would carry this thread's frames to the tree's code)
             ch[RESULT] = PermissionError("bugforge: " + refusal) if type(refusal) is str else None
             del event, args, frame  # (while their thread holds them: nothing of the tree is freed here)

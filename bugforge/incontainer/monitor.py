@@ -128,6 +128,23 @@ def install(root, own_dir, installed, codes):
             and (tree_code(filename) or not filename.startswith(root))
         )
 
+    def own_walk(fn):
+        """fn walks the event's frames by exact types only (frames' f_code and f_back, code's co_filename,
+        methods of exact str): no code of the tree can run in it, so `inline` does not judge its reads
+        of f_code again (each such judgement walks the monitor thread's stack: the cost of grading)."""
+
+        def walked(*args):
+            if walking[0]:
+                return fn(*args)
+            walking[0] = True
+            try:
+                return fn(*args)
+            finally:
+                walking[0] = False
+
+        return walked
+
+    @own_walk
     def culprit(frame, thread):
         """Whether the event comes from the tree's non-test code: the first frame outward from the one
         that raised it that is a file neither installed nor of the tree's tests (code compiled from a
@@ -143,6 +160,7 @@ def install(root, own_dir, installed, codes):
             frame = frame.f_back
         return strings and thread != main  # (another thread of string-compiled and installed code only: the tree's)
 
+    @own_walk
     def direct(frame):
         """Whether the event's own source is the tree's non-test code: the first frame outward that is a
         file (code compiled from a string is passed over), installed or not."""
@@ -153,6 +171,7 @@ def install(root, own_dir, installed, codes):
             frame = frame.f_back
         return False
 
+    @own_walk
     def on_behalf_of_tree(frame):
         """Whether any frame from `frame` outward is untrusted code (a record must come from pytest's
         own run loop through the probe, never on behalf of the tree's code)."""
@@ -220,8 +239,17 @@ def install(root, own_dir, installed, codes):
             frame = frame.f_back
         return False
 
+    @own_walk
     def caller_is(event, frame):
         return frame.f_code is codes[event]
+
+    @own_walk
+    def caller_code(frame):
+        return getattr(frame.f_back, "f_code", frame.f_code)
+
+    @own_walk
+    def frame_code(frame):
+        return frame.f_code
 
     def checks(record):
         """Before a test's start (the first), its end and the session's finish: what changed."""
@@ -280,9 +308,9 @@ def install(root, own_dir, installed, codes):
             record = loads(dumps(args[0])) if type(args[0]) is dict else None
             if not caller_is(RECORD, frame):
                 tamper("a record was sent from outside the probe")
-            elif not getattr(frame.f_back, "f_code", frame.f_code).co_filename.startswith(own_dir):
+            elif not caller_code(frame).co_filename.startswith(own_dir):
                 tamper("a record was sent through the probe by code that is not the probe's")
-            elif thread != main and getattr(frame.f_back, "f_code", None) is not codes["watchdog"]:
+            elif thread != main and caller_code(frame) is not codes["watchdog"]:
                 tamper("a record was sent from another thread")
             elif type(record) is not dict:
                 tamper("a record that is not a dictionary was sent")
@@ -294,7 +322,7 @@ def install(root, own_dir, installed, codes):
                     tamper(reason)
                 send(record)
         elif event == EXIT:
-            reason = seen.exited(frame)
+            reason = seen.exited(frame, frame_code(frame))
             if reason:
                 tamper(reason)
         elif event == "exec":
@@ -392,7 +420,7 @@ def install(root, own_dir, installed, codes):
         "setattr": frozenset(SWAPS) | {"__class__"},
         "root": root,
     }
-    hook, hook_code, serving = handoff.start(inline, judge, wanted)
+    hook, hook_code, serving = handoff.start(inline, judge, wanted, own_walk)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
     handoff.nondumpable()
     frozen = handoff.frozen_codes()  # (frozen modules' code: trusted by identity, as installed files by path)

@@ -198,9 +198,9 @@ class Witness:
         if getattr(code, "co_name", None) == "<module>":
             self.ran[code.co_filename] = code
 
-    def exited(self, frame):
-        """A test function's exit event, raised from `frame`: why it cannot count ("" when it can)."""
-        code = frame.f_code
+    def exited(self, frame, code):
+        """A test function's exit event, raised from `frame` (running `code`): why it cannot count ("" when
+        it can)."""
         if id(code) not in self.codes:
             return "a test's end was reported by code the grader did not compile"
         local = frame.f_locals
