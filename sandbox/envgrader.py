@@ -4,9 +4,10 @@ environment image (a Workbench), instead of a fresh container of each instance i
 Per prediction the test server puts the instance's bug in place (`git apply`, then `git add -A`, so
 the index holds the buggy state as in the instance image), applies the model patch with SWE-bench's
 fallbacks, sweeps the tree as every grader does (bugforge.testing.tamper), and reports the tree's diff
-against the environment's commit; only the tests that can see that diff run (bugforge.testing.selection),
-unprivileged and guarded; the others keep their baseline outcome. Then bugforge.testing.grading.grade.
-docs/warm-grading.md states the guarantees; docs/security.md the sweep."""
+against the environment's commit with git's own list of the paths it changes (CAPTURE); only the tests
+that can see that diff run (bugforge.testing.selection), unprivileged and guarded; the others keep their
+baseline outcome. Every test runs when the paths read from the diff are not git's (`agrees`). Then
+bugforge.testing.grading.grade. docs/warm-grading.md states the guarantees; docs/security.md the sweep."""
 
 from __future__ import annotations
 
@@ -18,12 +19,39 @@ from bugforge.records import EnvRecord
 from bugforge.sandbox.grader import GradeResult, grade_patch, labels_of, setup_script, suspicious
 from bugforge.testing import tamper
 from bugforge.testing.grading import grade
-from bugforge.testing.patches import changes_of_diff, files_of
+from bugforge.testing.patches import changes_of_diff, files_of, git_lines
 from bugforge.testing.selection import selection_for
 from bugforge.testing.testmap import TestMap
 from bugforge.testing.testrun import OUT, RESTORE, Workbench
 
-DIFF = "git add -A && git diff --cached --no-color --no-ext-diff --no-renames HEAD"
+DIFF = "git diff --cached --no-color --no-ext-diff --no-renames HEAD"
+# the tree's change and git's own list of the paths it changes, in one output (format: split_capture)
+CAPTURE = f"git add -A && git diff --cached --no-renames --name-only -z HEAD && printf '\\0' && {DIFF}"
+
+
+def split_capture(captured: str) -> tuple[list[str], str] | None:
+    """(git's changed paths, git's diff) of CAPTURE's output; None when it is not in CAPTURE's format (a
+    git command failed: its output stops before the separator).
+
+    The format is NAMES "\\0" DIFF. NAMES is `git diff --name-only -z`: each changed path followed by a
+    NUL, never quoted; a path is never empty and never holds a NUL, so the first empty field (a NUL
+    right after another, or at the start) ends NAMES whatever the files hold. DIFF is all the rest, git's
+    diff: nothing in it is read as a name. (git shows a file with a NUL in its first 8,000 bytes as
+    binary, but a later NUL, or a `diff` attribute, puts one in a text diff: it splits nothing here.)"""
+    names, at = [], 0
+    while (end := captured.find("\0", at)) >= 0:
+        if end == at:
+            return names, captured[end + 1 :]
+        names.append(captured[at:end])
+        at = end + 1
+    return None
+
+
+def agrees(names: list[str], changed: dict[str, set[int]], whole: dict[str, str]) -> bool:
+    """Whether git's list of changed paths (`names`) is exactly the set of paths changes_of_diff read
+    from its diff (the files it edits and those it changes whole). A disagreement (a misread diff, a
+    name git quotes in the diff) means the walk cannot be trusted to select tests: all of them run."""
+    return set(names) == set(changed) | set(whole)
 
 
 def warm_gradable(instance: dict, env: EnvRecord) -> bool:
@@ -50,13 +78,20 @@ class EnvGrader:
             collect=env.recipe.test_files,
         )
 
-    def tests_to_run(self, diff: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
-        """(the tests to run, the changed files when coverage decided: a preloaded server may run them)."""
-        if not diff.strip():
+    def tests_to_run(self, captured: str, tests: list[str]) -> tuple[list[str], list[str] | None]:
+        """(the tests to run, the changed files when coverage decided: a preloaded server may run them),
+        given CAPTURE's output. None runs when git lists no path and its diff is empty (the baseline's
+        tree); every test runs when the output is not CAPTURE's, when there is no map, or when git's
+        paths and the ones read from its diff disagree (`agrees`; no path with a diff included)."""
+        capture = split_capture(captured)
+        if capture == ([], ""):
             return [], None  # the tree is the baseline's: every test keeps its baseline outcome
-        if self.testmap is None:
+        if capture is None or not capture[0] or self.testmap is None:  # (no path, yet a diff: not git's)
             return tests, None
+        names, diff = capture
         changed, whole = changes_of_diff(diff)
+        if not agrees(names, changed, whole):
+            return tests, None
         for path, kind in list(whole.items()):  # a directory the change creates or empties is a change too
             parts = path.split("/")[:-1]
             for i in range(1, len(parts) + 1):
@@ -84,7 +119,7 @@ class EnvGrader:
         if not patch or not patch.strip():
             return GradeResult(iid, False, "EMPTY_PATCH")
         pre = {
-            line.split()[1].split("..")[0] for line in patch.splitlines() if line.startswith("index ") and ".." in line
+            line.split()[1].split("..")[0] for line in git_lines(patch) if line.startswith("index ") and ".." in line
         }
         fixed = self.fixed_blobs(instance) if pre else set()
         if any(b.startswith(p) for p in pre if len(p) >= 7 for b in fixed):
@@ -102,7 +137,7 @@ class EnvGrader:
                 },
                 "before": RESTORE,
                 "setup": "set -e\n" + setup_script(instance, "HEAD", prepare),
-                "capture": DIFF,
+                "capture": CAPTURE,
             },
             timeout,
         )

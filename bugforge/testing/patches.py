@@ -1,4 +1,7 @@
-"""Unified diffs that `git apply` and `patch -p1` accept, made from file contents in memory."""
+r"""Unified diffs that `git apply` and `patch -p1` accept, made from file contents in memory, and the
+walks that read git's diffs. Every line here is a line as git counts it (`git_lines`): git ends a line
+at "\n" only, where `str.splitlines` also breaks at "\r", "\x0b", "\x0c", "\x1c"-"\x1e", "\x85",
+"\u2028" and "\u2029", which a changed line may hold (a diff read that way desyncs from git's)."""
 
 from __future__ import annotations
 
@@ -6,9 +9,18 @@ import difflib
 import hashlib
 
 
+def git_lines(text: str, keepends: bool = False) -> list[str]:
+    r"""`text`'s lines as git counts them: split at "\n" only (each keeping it with `keepends`); a final
+    "\n" ends the last line rather than starting an empty one, as with `str.splitlines`. Without
+    `keepends` a line keeps a "\r" before its "\n" (git's line holds it)."""
+    parts = text.split("\n")
+    last = [parts[-1]] if parts[-1] else []
+    return [p + "\n" for p in parts[:-1]] + last if keepends else parts[:-1] + last
+
+
 def file_diff(path: str, old: str, new: str, context: int = 3) -> str:
     """A git-style diff of one file."""
-    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    a, b = git_lines(old, keepends=True), git_lines(new, keepends=True)
     body = []
     for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", n=context):
         if not line.endswith("\n"):
@@ -22,7 +34,7 @@ def file_diff(path: str, old: str, new: str, context: int = 3) -> str:
 def changed_lines(old: str, new: str) -> set[int]:
     """Lines of `old` (1-based) that the change replaces or deletes; for a pure insertion, the lines
     around it (so coverage can tell who runs that spot)."""
-    sm = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    sm = difflib.SequenceMatcher(None, git_lines(old), git_lines(new), autojunk=False)
     out: set[int] = set()
     for tag, i1, i2, _, _ in sm.get_opcodes():
         if tag in ("replace", "delete"):
@@ -35,9 +47,9 @@ def changed_lines(old: str, new: str) -> set[int]:
 def new_text(old: str, diff: str, path: str) -> str | None:
     """`path` as `diff` leaves it, given its content `old` before (a git diff made against exactly that
     content); None when the diff does not edit `path` line by line or does not fit `old`."""
-    r = _Rewrite(old.splitlines(keepends=True), path)
+    r = _Rewrite(git_lines(old, keepends=True), path)
     try:
-        for line in diff.splitlines(keepends=True):
+        for line in git_lines(diff, keepends=True):
             r.feed(line)
     except _Misfit:
         return None
@@ -102,12 +114,9 @@ def patch_id(patch: str) -> str:
 
 
 def files_of(patch: str) -> list[str]:
+    """The files named by `patch`'s `diff --git a/X b/...` lines (as git reads its lines), sorted."""
     return sorted(
-        {
-            line[len("diff --git a/") :].split(" b/")[0]
-            for line in patch.splitlines()
-            if line.startswith("diff --git a/")
-        }
+        {line[len("diff --git a/") :].split(" b/")[0] for line in git_lines(patch) if line.startswith("diff --git a/")}
     )
 
 
@@ -125,11 +134,13 @@ def _side_name(line: str) -> str | None:
 
 
 def changes_of_diff(diff: str) -> tuple[dict[str, set[int]], dict[str, str]]:
-    """What a git diff changes: ({file: old-side lines} for files it edits, as `changed_lines` counts
+    r"""What a git diff changes: ({file: old-side lines} for files it edits, as `changed_lines` counts
     them; {file: "added" | "deleted" | "other"} for files it adds, deletes, or renames, copies, changes
-    the mode of, changes as binary or as a link (both names of a rename are "other")."""
+    the mode of, changes as binary or as a link (both names of a rename are "other"). Lines are git's
+    (`git_lines`), so a changed line holding "\x0c" or "\x1c" cannot start a line of the walk. A name git
+    quotes stays quoted, so it matches no path (callers that cross-check names then disagree)."""
     c = _Changes()
-    for line in diff.splitlines():
+    for line in git_lines(diff):
         c.feed(line)
     for path in c.whole:
         c.lines.pop(path, None)
