@@ -15,9 +15,9 @@ check ran (a method of an object it read), which the monitor refuses (monitor.py
 A forked child (the test server's runs) starts its own monitor thread (`os.register_at_fork`); until it
 has, and while the interpreter is finalizing, the hook passes events by. Python 3.9, standard library."""
 
+import _signal
 import _thread
 import os
-import signal
 import sys
 import types
 import warnings
@@ -138,8 +138,8 @@ def start(inline, judge, wanted, quietly):
     hook = _hook(
         dict(
             wanted, ident=_thread.get_ident, ch=ch, inline=inline, pid=os.getpid, finalizing=sys.is_finalizing,
-            sigmask=signal.pthread_sigmask, block=signal.SIG_BLOCK, setmask=signal.SIG_SETMASK,
-            all=signal.valid_signals(), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
+            sigmask=_signal.pthread_sigmask, block=_signal.SIG_BLOCK, setmask=_signal.SIG_SETMASK,
+            all=frozenset(_signal.valid_signals()), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
             frames=frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame")),
             proc={str: "/proc/", bytes: b"/proc/"},
         )

@@ -5,10 +5,12 @@ importable. It records, for every module of pytest, pluggy and the probe's own p
 standard-library modules the probe's records pass through (VERDICT_STDLIB), every attribute of the
 module and of every class defined there (its whole `__dict__`, so an added attribute counts too), and
 the code, defaults and keyword defaults of every function among them. Nothing is picked by hand.
-unittest's modules (ASSERTING: TestCase's assertions) are recorded likewise. `compare` (the monitor runs it) checks: in the STRICT modules (the verdict's own path) nothing may be rebound, and nothing
-added that hides a base class's method or property; elsewhere a change is allowed only to a value
-whose code comes from installed files (pytest and its plugins rebind things while they run), never
-from the tree or anywhere the test user can write. No function's code may be swapped.
+unittest's modules (ASSERTING: TestCase's assertions) are recorded likewise. `compare` (the monitor
+runs it) checks: in the STRICT modules (the verdict's own path, the assertions of unittest and pytest)
+nothing may be rebound (but the assertions' plain-data settings), and nothing added that hides a base
+class's method or property; elsewhere a change is allowed only to a value whose behaviour comes from
+installed files alone, what it holds included (pytest and its plugins rebind things while they run).
+No function's code may be swapped.
 
 The monitor runs `compare` before the first test, at each test's end and at the session's finish
 (`problems`, which adds: a reporting hook registered after pytest was configured that lives in the
@@ -16,6 +18,7 @@ project's non-test code, the probe's own hooks no longer registered, a test with
 or, in a run that went to its end, none). docs/security.md states what this does and does not catch.
 Python 3.9, standard library only."""
 
+import functools
 import itertools
 import operator
 import os
@@ -35,26 +38,17 @@ VERDICT_STDLIB = (
 STRICT = (
     "_pytest.runner", "_pytest.reports", "_pytest.outcomes", "_pytest.skipping", "_pytest.python", "_pytest.main",
     "_pytest.unittest", "_pytest.nodes", "_pytest.capture", "pluggy", "bugforge_incontainer", "json", "_json",
-    "socket", "_socket",
+    "socket", "_socket", "pytest", "_pytest.python_api", "_pytest.raises", "_pytest.recwarn", *ASSERTING,
 )  # fmt: skip
+# plain data a strict namespace of the assertions may be given (settings such as TestCase.maxDiff): no behaviour
+_SETTING_IDS = frozenset(map(id, (type(None), bool, int, float, str)))
 _MISSING = object()
 HOOKS = (
-    "pytest_runtest_protocol",
-    "pytest_runtest_setup",
-    "pytest_runtest_call",
-    "pytest_runtest_teardown",
-    "pytest_runtest_makereport",
-    "pytest_runtest_logreport",
-    "pytest_report_teststatus",
-    "pytest_pyfunc_call",
-    "pytest_collection_modifyitems",
-    "pytest_itemcollected",
-    "pytest_pycollect_makeitem",
-    "pytest_make_collect_report",
-    "pytest_collection_finish",
-    "pytest_deselected",
-    "pytest_sessionfinish",
-)
+    "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+    "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus", "pytest_pyfunc_call",
+    "pytest_collection_modifyitems", "pytest_itemcollected", "pytest_pycollect_makeitem",
+    "pytest_make_collect_report", "pytest_collection_finish", "pytest_deselected", "pytest_sessionfinish",
+)  # fmt: skip
 MAX_REASONS = 10
 
 
@@ -101,24 +95,43 @@ def installed_dirs(root):
 _MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
 _CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
 _MODULE_OF, ODD = type.__dict__["__module__"].__get__, "<a value whose class cannot be read plainly>"
+_DICT_VALUES = operator.methodcaller("values")  # (of an exact dict or a class's mappingproxy: C)
 
 
-def _files_of(value):
-    """The source files a value's behaviour comes from ([] for built-in code and plain data). Only exact
-    types and C-level reads: no method of the value's class runs (the monitor calls this on the tree's
-    values, in its own thread)."""
+def _files_of(value, depth=2):
+    """The source files a value's behaviour comes from ([] for built-in code and plain data): a
+    function's own and those of what its closure holds, a partial's function and arguments, a bound
+    method's function and object, a class's module and its own functions (a class's `__module__` is a
+    name any code can give it), `depth` levels into what they hold. Only exact types and C-level reads:
+    no method of the value's class runs (the monitor calls this on the tree's values, in its own thread)."""
     kind = type(value)
     if kind is types.ModuleType or kind is types.BuiltinFunctionType:
         return []
+    if kind is functools.partial:
+        return _held_files([value.func, *value.args, *_DICT_VALUES(value.keywords)], depth)
     fns = _function(value) or (_function(value.__func__) if kind is types.MethodType else [])
     if fns:
-        return [f.__code__.co_filename for f in fns]
-    if issubclass(kind, type):  # (a class: its own module)
-        return _class_files(value)
+        held = [value.__self__] if kind is types.MethodType else []
+        cells = [c for f in fns for c in (f.__closure__ or ())]
+        return [f.__code__.co_filename for f in fns] + _held_files(held + list(map(_cell, cells)), depth)
+    if issubclass(kind, type):  # (a class: its own module and functions)
+        return _class_files(value) + _held_files(list(_DICT_VALUES(_CLASS_DICT(value))), depth)
     described = any(not plain_keys(_CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
     if not (callable(value) or described):
         return _class_files(kind) if _DICT_OFFSET(kind) else []
     return _class_files(kind)
+
+
+def _held_files(values, depth):
+    """The files of what a value holds, one level less deep."""
+    return [f for v in values for f in _files_of(v, depth - 1)] if depth > 0 else []
+
+
+def _cell(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # (an empty cell)
+        return None
 
 
 def _class_files(cls):
@@ -170,8 +183,11 @@ def _entry_problems(entry, installed, root):
     """Why one recorded namespace (a module's, a class's) is not as recorded: see the module doc."""
     where, owner, namespace, keys, values, keyset, strict = entry
     out = []
+    settings = strict and _under(where, ASSERTING)
     for key, value in zip(keys, values):
         now = namespace.get(key, _MISSING)
+        if settings and id(type(now)) in _SETTING_IDS and id(type(value)) in _SETTING_IDS:  # (ids: no __eq__ runs)
+            continue
         if now is not value and (strict or now is _MISSING or not installed_value(now, installed, root)):
             out.append("%s.%s was replaced during the run" % (where, key))
     for key in sorted(set(namespace) - keyset, key=str):

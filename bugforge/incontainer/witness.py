@@ -55,6 +55,22 @@ CASE_METHODS = frozenset(
 )
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
+_MRO, _CLASS_DICT = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+
+
+def _registry_vouched(case, funcs):
+    """Whether a TestCase instance's type-equality registry (what assertEqual calls for a type) holds
+    only what its classes vouch for: method names (TestCase's defaults) and the classes' own methods
+    bound to it. Exact types and identities only: no code of the tree's objects runs here."""
+    if type(funcs) is not dict:
+        return False
+    own = [v for c in _MRO(type(case)) for v in _CLASS_DICT(c).values()]
+    return all(
+        type(f) is str or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
+        for f in funcs.values()
+    )
+
+
 METHOD_BIND = (
     METHOD + " = lambda o, n, _t=type, _g=getattr, _h=hasattr: "
     "_g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
@@ -211,6 +227,8 @@ class Witness:
             own = vars(case)
             if any(type(k) is not str for k in own) or not SHADOWABLE.isdisjoint(own):
                 return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
+            if not _registry_vouched(case, own.get("_type_equality_funcs", {})):
+                return "a test case's type-equality registry holds a function its classes do not define"
         if self.current is not None and code is self.expect.get(self.current):
             self.exits.setdefault(self.current, []).append(local.get(STATE))
         return ""
