@@ -77,7 +77,10 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str], gold:
     (bugforge.testing.tamper) against the baseline the image carries, the graders' pytest command on
     `selection` with the probe (unprivileged, its verdict collected by root), its console kept out of
     the log, then the probe's report between the harness's markers in the form its pytest log parser
-    reads (PASSED only for a test that passed, or had the outcome `gold` records for the gold patch)."""
+    reads (PASSED only for a test that passed, or had the outcome `gold` records for the gold patch;
+    every test of `selection` FAILED when the run was tampered with or recorded none for it). Everything
+    the in-container tools print is escaped after a fixed prefix or is a status line with a plain node
+    id (incontainer/lines.py), so no printed name or reason poses as a marker or a result."""
     gold_lines = [
         f"cat > {OUT}/gold.txt <<'BUGFORGE_GOLD'",
         *(f"{t}\t{o}" for t, o in (gold or {}).items()),
@@ -96,7 +99,8 @@ def eval_script(commit: str, selection: list[str], pytest_args: list[str], gold:
             *(gold_lines if gold else []),
             f"({pytest_command(pytest_args, selection, False, user=TEST_USER)}) > {OUT}/pytest.log 2>&1",
             "echo '>>>>> Start Test Output'",
-            f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl{f' {OUT}/gold.txt' if gold else ''}",
+            f"python -I -S {PROBE_DIR}/{PACKAGE}/summary.py {OUT}/report.jsonl {OUT}/select.txt"
+            + (f" {OUT}/gold.txt" if gold else ""),
             "echo '>>>>> End Test Output'",
             "",
         ]

@@ -12,8 +12,9 @@ planted name, new bytecode, new package metadata, new files under a test directo
 ignores; then audits what the patch still changes and checks its new modules for shadowing. Anything
 it cannot undo (git control files changed, a baseline untracked file changed or removed, a new
 symbolic link, a new git repository inside the tree) or that reaches test machinery is tampering: it prints one
-`bugforge-tamper: REASON` line each and exits 95. Standard library only, Python 3.9, run isolated
-(-I -S) so nothing the patch planted in the tree or on sys.path runs first."""
+`bugforge-tamper: REASON` line each and exits 95. Every line it prints goes through lines.py: a fixed
+prefix and the escaped text (a path or a link's target is the patch's to name). Standard library only,
+Python 3.9, run isolated (-I -S) so nothing the patch planted in the tree or on sys.path runs first."""
 
 import hashlib
 import io
@@ -24,7 +25,14 @@ import sys
 import sysconfig
 import tokenize
 
+if __package__:  # imported (the host's tests)
+    from .lines import guarded, say, shown
+else:  # run as a script: -I puts no script's directory on sys.path (as launch.py)
+    sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    from bugforge_incontainer.lines import guarded, say, shown  # noqa: E402
+
 TAMPER = 95
+SWEPT, TAMPERED = "bugforge-sweep: ", "bugforge-tamper: "  # every line's prefix
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
 # names that change how Python or pytest start, or that pytest and the graders take for tests, wherever they are
 PLANTED = re.compile(
@@ -69,7 +77,8 @@ AUDIT = [
 def _git(*args, check=True):
     out = subprocess.run(GIT + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if check and out.returncode:
-        raise SystemExit("bugforge-sweep: git %s failed: %s" % (" ".join(args), out.stderr.decode(errors="replace")))
+        say(SWEPT + shown("git %s failed: %s" % (" ".join(args), out.stderr.decode(errors="replace"))), 2)
+        raise SystemExit(1)
     return out.stdout
 
 
@@ -157,7 +166,14 @@ def _ignored(paths):
     if not paths:
         return set()
     data = "\0".join(paths).encode("utf-8", "surrogateescape") + b"\0"
-    out = subprocess.run(GIT + ["check-ignore", "--no-index", "-z", "--stdin"], input=data, stdout=subprocess.PIPE)
+    out = subprocess.run(
+        GIT + ["check-ignore", "--no-index", "-z", "--stdin"],
+        input=data,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    if out.returncode > 1:  # (git's message may name a path)
+        say(SWEPT + shown("git check-ignore failed: %s" % out.stderr.decode(errors="replace")), 2)
     return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
@@ -305,7 +321,7 @@ def check(manifest, commit, test_files):
     for p in new:  # (a new file under a test directory: the tests are the instance's, as committed)
         if PLANTED.search(p) or GENERATED.search(p) or p in ignored or any(p.startswith(d + "/") for d in test_dirs):
             os.remove(p)
-            print("bugforge-sweep: removed %s" % p)
+            say(SWEPT + shown("removed %s" % p))
         else:
             kept.append(p)
     changed = _git("diff", "--name-only", "-z", "--no-renames", check=False).decode("utf-8", "surrogateescape")
@@ -329,15 +345,16 @@ def main(argv):
         return 0
     if len(argv) >= 3 and argv[0] == "check":
         if not os.path.exists(argv[1]):
-            print("bugforge-tamper: no baseline manifest %s (export the instance again)" % argv[1])
+            say(TAMPERED + shown("no baseline manifest %s (export the instance again)" % argv[1]))
             return TAMPER
         reasons = check(argv[1], argv[2], argv[3:])
         for r in reasons:
-            print("bugforge-tamper: %s" % r)
+            say(TAMPERED + shown(r))
         return TAMPER if reasons else 0
-    print(__doc__, file=sys.stderr)
+    for line in __doc__.splitlines():
+        say(SWEPT + shown(line), 2)
     return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(guarded(main, SWEPT, sys.argv[1:]))
