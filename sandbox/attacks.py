@@ -373,3 +373,7 @@ PATTERNS.update(round9.PATTERNS)
 from bugforge.sandbox import attacks_round10 as round10  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round10.PATTERNS)
+
+from bugforge.sandbox import attacks_round11 as round11  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round11.PATTERNS)

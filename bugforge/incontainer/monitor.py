@@ -20,13 +20,8 @@ code reaches only through audited steps, each refused.
 - `sys.audit("bugforge.compiled", module_code)` from witness.py's compilation of a test module, and
   `sys.audit("bugforge.exit")` from a test function the grader compiled: the witness (witness.py)
   of how each test's own function ended, checked at the test's end.
-- It raises tamper records itself when code of the tree (not a test file or conftest: the first frame
-  outward that is not installed code) walks objects or other threads' frames (gc, sys._current_frames),
-  sets a trace or profile function, swaps a function's code or defaults (a function the integrity
-  snapshot holds: whoever swaps it), loads native code (ctypes),
-  makes code objects or compiles code under an installed file's name, adds an audit hook, lists a
-  process's descriptors, or wraps the channel's descriptor in a socket; and when the test process
-  itself tries to exec another program (refused: the pid would stay and the probe would not).
+- It raises tamper records itself for what events.py lists (code of the tree walking objects or
+  frames, loading native code, swapping a watched function's code...) and refuses an exec.
 Python 3.9, standard library only."""
 
 import _hashlib
@@ -34,40 +29,29 @@ import _socket
 import hmac
 import json
 import os
-import re
 import sys
 import types
 
 from . import handoff, witness
+from .events import (  # noqa: F401  # (the probe imports the events from here)
+    ATTR,
+    CHANNEL,
+    COMPILED,
+    DIRECT,
+    EXIT,
+    FRAME_READS,
+    HARMLESS,
+    ITEMS,
+    PIN,
+    PROC_FD,
+    RECORD,
+    SWAPS,
+    TAMPER,
+    WATCHED,
+    is_file_source,
+)
 from .integrity import plain_keys
 
-CHANNEL, RECORD, TAMPER = "bugforge.channel", "bugforge.record", "bugforge.tamper"
-PIN, ITEMS = "bugforge.pin", "bugforge.items"
-EXIT, COMPILED = witness.EXIT, witness.COMPILED
-# events that are tampering when code of the tree causes them
-WATCHED = {
-    "gc.get_objects": "walked the interpreter's objects (gc)",
-    "gc.get_referrers": "walked the interpreter's objects (gc)",
-    "gc.get_referents": "walked the interpreter's objects (gc)",
-    "sys._current_frames": "read other threads' frames",
-    "sys.settrace": "set a trace function",
-    "sys.setprofile": "set a profile function",
-    "ctypes.dlopen": "loaded native code (ctypes)",
-    "ctypes.dlsym": "loaded native code (ctypes)",
-    "ctypes.cdata": "read raw memory (ctypes)",
-    "ctypes.addressof": "read raw memory (ctypes)",
-    "code.__new__": "made a code object",
-    "sys.addaudithook": "added an audit hook",
-    "cpython.PyInterpreterState_New": "created a subinterpreter (whose code no audit hook of this one sees)",
-}
-# events of the monitor thread that give the tree's code nothing: ids, reads that lead to no frame
-ATTR, HARMLESS = "object.__getattr__", frozenset(("builtins.id",))
-FRAME_READS = frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"))
-PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
-# events judged by their own source only: libraries the tree uses make code objects, compile and set
-# defaults as a matter of course (glom through boltons' function builder)
-DIRECT = ("code.__new__", "compile", "object.__setattr__")
-SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
 CODE, FRAME = types.CodeType, types.FrameType
 CLASS_DICT = type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
 _STARTED = []  # one install per process
@@ -75,19 +59,6 @@ _STARTED = []  # one install per process
 
 class Refused(Exception):
     """An event the monitor refuses: raised in the thread that raised it, as a PermissionError."""
-
-
-def _is_file_source(args):
-    """Whether compile's source is the named file's content."""
-    source, path = args[0], args[1]
-    if type(source) not in (str, bytes) or type(path) is not str:
-        return False
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return False
-    return source == data or (type(source) is str and source.encode("utf-8", "surrogateescape") == data)
 
 
 def install(root, own_dir, installed, codes):
@@ -399,7 +370,7 @@ def install(root, own_dir, installed, codes):
         if event == "compile" and plain(args, 1) and args[1].startswith(installed + (own_dir,)):
             # (the import system compiles an installed module's source when no bytecode is cached: the source
             # is then that file's own, which nothing the test user runs can write)
-            if not (frame.f_code.co_filename.startswith("<frozen importlib") and _is_file_source(args)):
+            if not (frame.f_code.co_filename.startswith("<frozen importlib") and is_file_source(args)):
                 return "compiled code under an installed file's name"
         if event in ("os.listdir", "os.scandir", "open") and args:
             path = args[0].decode("utf-8", "replace") if type(args[0]) is bytes else args[0]

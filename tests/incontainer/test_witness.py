@@ -1,13 +1,14 @@
 """witness.py: each test function of the test files tells the monitor, from its own frame, how it ended;
 a pass its own function did not earn (it raised, or never ran) is tampering, however pytest's machinery
 was bent to report it. Real runs (conftest.Launch): correct suites of many shapes have no false alarm;
-red-team rounds six and seven (sandbox/attacks_round6.py, attacks_round7.py: each beat the graders of
+red-team rounds six to eleven (sandbox/attacks_roundN.py: each beat the graders of
 its day) and a test module imported around the grader's compilation are caught."""
 
 from __future__ import annotations
 
 import pytest
 
+from bugforge.sandbox import attacks_round11_payloads as round11
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -136,6 +137,12 @@ ROUND10 = {
     "a node id whose hash misses in the monitor thread": IDS10 + round10.NODEID,
     "the instance's equality function": round10.EQUALITY + round10._quiet_every_function(),
 }
+# round eleven: the fresh set after round ten's fixes; its in-process patterns (the others aim at the
+# harness's log and the warm grader's diff: tests/incontainer/test_lines.py, tests/testing/test_patches.py)
+ROUND11 = {
+    "TestCase's assertions rebound to installed no-ops": round11.INSTALLED_NOOP,
+    "the instance's type-equality registry": round11.REGISTRY + round11.wrap_every_function("_r11_registry"),
+}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -213,6 +220,12 @@ def test_round_nine_is_caught(launch, name, suite):
 @pytest.mark.parametrize("name", sorted(ROUND10))
 def test_round_ten_is_caught(launch, name, suite):
     _caught(launch, {"pkg/__init__.py": PKG + ROUND10[name], "tests/__init__.py": "", **SUITES[suite]})
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND11))
+def test_round_eleven_is_caught(launch, name, suite):
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND11[name], "tests/__init__.py": "", **SUITES[suite]})
 
 
 def test_a_signal_handler_finds_nothing_of_the_monitor_in_the_frames_it_is_given(launch):
