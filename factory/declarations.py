@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from pip_requirements_parser import OptionParsingError, PipError, RequirementsFile
 
-from bugforge.factory.project_files import toml
+from bugforge.factory.project_files import setup_cfg_list, toml
 
 TEST_NAMES = ("test", "tests", "testing", "dev")
 HATCH_TEST_ENVS = ("default", "test", "tests", "testing", "hatch-test", "dev")
@@ -93,7 +93,7 @@ def extras(repo: Path, pyproject: dict, setup_cfg) -> list[Declared]:
         found[e] = (_strs(reqs), f"pyproject.toml [project.optional-dependencies] {e}")
     if setup_cfg.has_section("options.extras_require"):
         for e, v in setup_cfg["options.extras_require"].items():
-            found.setdefault(e, ([x.strip() for x in v.splitlines() if x.strip()], f"setup.cfg extras_require {e}"))
+            found.setdefault(e, (setup_cfg_list(v, repo), f"setup.cfg extras_require {e}"))
     lit = _setup_py_kw(repo, "extras_require")
     if isinstance(lit, dict):
         for e, v in lit.items():
@@ -138,7 +138,7 @@ def base_requirements(repo: Path, pyproject: dict, setup_cfg) -> list[str]:
     if meta is not None and meta.requires_dist:
         return [str(r) for r in meta.requires_dist if r.marker is None or "extra" not in str(r.marker)]
     reqs = _strs(pyproject.get("project", {}).get("dependencies", []))
-    reqs += [x.strip() for x in setup_cfg.get("options", "install_requires", fallback="").splitlines() if x.strip()]
+    reqs += setup_cfg_list(setup_cfg.get("options", "install_requires", fallback=""), repo)
     lit = _setup_py_kw(repo, "install_requires")
     reqs += _strs(list(lit)) if isinstance(lit, (list, tuple)) else []
     pdeps = pyproject.get("tool", {}).get("poetry", {}).get("dependencies", {})

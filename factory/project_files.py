@@ -61,6 +61,23 @@ def ini(p: Path) -> configparser.ConfigParser:
     return cp
 
 
+def setup_cfg_list(value: str, root: Path | None = None) -> list[str]:
+    """A setup.cfg requirement list (install_requires, tests_require, an [options.extras_require] entry),
+    split as setuptools' `_parse_requirements_list` splits it (its "list-semi" type): a `file:` value
+    stands for those files' text (joined by newlines; missing files and files outside `root` are skipped,
+    where setuptools warns or refuses). Text with a newline is one entry a line, so `name; marker` on its
+    own line keeps its PEP 508 marker; one-line text is split at every `;` (setuptools' rule too: a
+    one-line `name; python_version < "3.8"` is two entries, the second not a requirement). Entries are
+    stripped; blank ones and those starting with `#` are dropped. Never raises."""
+    if value.startswith("file:"):
+        base = (root or Path(".")).resolve()
+        paths = [(base / f.strip()).resolve() for f in value[len("file:") :].split(",")]
+        ok = [q for q in paths if base in q.parents and q.is_file()]
+        value = "\n".join(q.read_text(encoding="utf-8", errors="replace") for q in ok)
+    chunks = value.splitlines() if "\n" in value else value.split(";")
+    return [c.strip() for c in chunks if c.strip() and not c.strip().startswith("#")]
+
+
 def python_version(repo: Path, pyproject: dict, setup_cfg, tox, notes: list[str], date: str | None = None) -> str:
     """The environment's Python among PYTHONS: requires-python, then the classifiers; with `date` (period-
     correct tooling), among those, the newest one released by that date (else the oldest of them)."""
@@ -130,16 +147,26 @@ def extras_of(repo: Path, pyproject: dict, setup_cfg) -> set[str]:
 
 
 def tests_require(repo: Path, setup_cfg) -> list[str]:
-    deps = [d.strip() for d in setup_cfg.get("options", "tests_require", fallback="").splitlines() if d.strip()]
+    """Test requirements of setup.cfg's and setup.py's `tests_require` (setup.py read as a syntax tree);
+    entries that are not PEP 508 requirements are dropped (one would sink the whole pip step)."""
+    deps = setup_cfg_list(setup_cfg.get("options", "tests_require", fallback=""), repo)
     if (repo / "setup.py").exists():
         try:
             tree = ast.parse((repo / "setup.py").read_text(errors="replace"))
         except SyntaxError:
-            return deps
+            tree = ast.Module(body=[], type_ignores=[])
         for node in ast.walk(tree):
             if isinstance(node, ast.keyword) and node.arg == "tests_require" and isinstance(node.value, ast.List):
                 deps += [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    return deps
+    return [d for d in deps if _is_requirement(d)]
+
+
+def _is_requirement(text: str) -> bool:
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return True
 
 
 def tox_deps(tox) -> list[str]:
@@ -203,7 +230,8 @@ def _pyproject_declared(pyproject: dict) -> list[tuple[str, object]]:
 def _setup_cfg_declared(setup_cfg) -> list[tuple[str, object]]:
     if not setup_cfg.has_section("options.extras_require"):
         return []
-    return [(f"extra {e!r}", r) for e, text in setup_cfg["options.extras_require"].items() for r in text.splitlines()]
+    section = setup_cfg["options.extras_require"]
+    return [(f"extra {e!r}", r) for e, text in section.items() for r in setup_cfg_list(text)]
 
 
 def _pkg_info_declared(repo: Path) -> list[tuple[str, object]]:
