@@ -158,17 +158,27 @@ def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
             continue
     if not sha:
         raise BugforgeError(f"commit {ref!r} does not exist in {url}", "pass an existing commit, branch or tag")
-    _extract(mirror, sha, dest)
+    _extract(mirror, sha, dest, url)
     notes = _submodules(mirror, sha, dest, url)
     snapshot(dest, f"snapshot of {name} at {sha}")
     return Acquired(name, url, sha, str(mirror), notes)
 
 
-def _extract(mirror: Path, sha: str, dest: Path) -> None:
+def _extract(mirror: Path, sha: str, dest: Path, url: str) -> None:
+    """Write the tree of commit `sha` of the clone `mirror` into `dest` (a fresh path). When git cannot
+    write the tree out (a blob missing from the clone: a partial or damaged repository), one BugforgeError
+    with git's reason, and `dest` is not created."""
+    r = subprocess.run(["git", "-C", str(mirror), "archive", sha], capture_output=True)
+    if r.returncode != 0:
+        reason = git_reason(r.stderr.decode(errors="replace"), r.returncode)
+        raise BugforgeError(
+            f"cannot read the tree of commit {sha[:12]} of {url} (git archive: {reason})",
+            f"the repository, or bugforge's clone of it at {mirror}, lacks objects of that commit: "
+            "fetch them into the repository, or delete the clone so that it is made again",
+        )
     dest.mkdir(parents=True, exist_ok=True)
-    data = subprocess.run(["git", "-C", str(mirror), "archive", sha], capture_output=True, check=True).stdout
     with tempfile.TemporaryFile() as f:
-        f.write(data)
+        f.write(r.stdout)
         f.seek(0)
         with tarfile.open(fileobj=f) as tar:
             tar.extractall(dest, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(dest)
@@ -200,7 +210,7 @@ def _submodules(mirror: Path, sha: str, dest: Path, url: str, depth: int = 0) ->
             )
         try:
             sub_mirror = _fetch_mirror(sub_url, link[2])
-            _extract(sub_mirror, link[2], dest / path)
+            _extract(sub_mirror, link[2], dest / path, sub_url)
         except (BugforgeError, subprocess.SubprocessError) as e:
             why = e.what if isinstance(e, BugforgeError) else str(e)
             notes.append(f"submodule {path}: not fetched from {sub_url} ({why[:200]}); its files are missing")

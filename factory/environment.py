@@ -114,8 +114,12 @@ def _staging(out: Path, source: str, commit: str | None) -> Path:
 
 
 def release_tag(url: str, version: str) -> str | None:
-    """The tag of `version` in the repository at `url` (VERSION, vVERSION, NAME-VERSION ...), or None."""
-    r = subprocess.run(["git", "ls-remote", "--tags", url], capture_output=True, text=True, timeout=120)
+    """The tag of `version` in the repository at `url` (VERSION, vVERSION, NAME-VERSION ...), or None
+    (also when git cannot list the tags, or takes over two minutes)."""
+    try:
+        r = subprocess.run(["git", "ls-remote", "--tags", url], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None
     tags = {ln.split("refs/tags/", 1)[1].removesuffix("^{}") for ln in r.stdout.splitlines() if "refs/tags/" in ln}
     for t in (version, f"v{version}", f"release-{version}", f"version-{version}"):
         if t in tags:

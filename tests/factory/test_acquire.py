@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -46,3 +48,24 @@ def test_an_sdist_pip_cannot_prepare_is_taken_from_the_index(tmp_path, monkeypat
     got = acquire("pypi:html5lib==1.1", None, tmp_path / "a")
     assert got.name == "html5lib" and (tmp_path / "a" / "html5lib" / "tests").is_dir()
     assert "Version: 1.1" in (tmp_path / "a" / "PKG-INFO").read_text()
+
+
+def test_a_tree_git_cannot_write_out_is_one_error_line(git_repo, tmp_path):
+    """python-docx's repository fallback (issue 38): the tag's commit is there but a blob of its tree is
+    not (a mirror without its large files), so `git archive` fails: one line, exit 1, no tree written."""
+    src = git_repo(tmp_path / "proj", {"m.py": "x = 1\n", "big.pdf": "%PDF\n"})
+    blob = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD:big.pdf"], capture_output=True, text=True)
+    (src / ".git" / "objects" / blob.stdout[:2] / blob.stdout.strip()[2:]).unlink()
+    env = {**os.environ, "BUGFORGE_HOME": str(tmp_path / "home")}
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "bugforge.cli", "factory", "env", str(src), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert line == r.stderr.splitlines()[-1] and "git archive:" in line and blob.stdout.strip() in line
+    assert not list(out.glob(".staging/*/repo")) and not (out / "proj").exists()
