@@ -8,6 +8,7 @@ import ast
 import configparser
 import email.parser
 import re
+import urllib.parse
 from pathlib import Path
 
 try:
@@ -252,17 +253,53 @@ def _pkg_info_declared(repo: Path) -> list[tuple[str, object]]:
     return raw
 
 
+SOURCE_LABELS = ("source", "sourcecode", "repository", "repo", "code", "github", "gitlab")
+"""Project-URL labels (normalised: lower case, letters only) that name the repository, in this order of
+preference; their URL is taken on any host. Then "homepage"/"home" and the Home-page header, on a code
+host only; then any Project-URL on a code host (a Changelog's `.../blob/...` URL), as its repository."""
+CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+
+
 def repository_url(repo: Path) -> str | None:
-    """The source repository an sdist's PKG-INFO names (Project-URL Source/Repository/Code, else a
-    Home-page on a code host); None for other sources."""
+    """The source repository an sdist's PKG-INFO names (see `repository_in`); None for other sources."""
     if not (repo / "PKG-INFO").is_file():
         return None
-    meta = email.parser.Parser().parsestr((repo / "PKG-INFO").read_text(errors="replace"))
-    urls = [u.split(",", 1)[-1].strip() for u in meta.get_all("Project-URL") or [] if "," in u]
-    labelled = [
-        u.split(",", 1)[-1].strip()
-        for u in meta.get_all("Project-URL") or []
-        if re.search(r"source|repo|code|github|gitlab", u.split(",", 1)[0], re.I)
+    return repository_in((repo / "PKG-INFO").read_text(errors="replace"))
+
+
+def repository_in(pkg_info: str) -> str | None:
+    """The repository a PKG-INFO text names, chosen by Project-URL label in SOURCE_LABELS' order, and
+    normalised by `code_repository`; None when it names none."""
+    meta = email.parser.Parser().parsestr(pkg_info)
+    pairs = [
+        (re.sub(r"[^a-z]", "", lab.lower()), url.strip())
+        for lab, sep, url in (u.partition(",") for u in meta.get_all("Project-URL") or [])
+        if sep and url.strip()
     ]
-    hosted = [u for u in [*urls, meta.get("Home-page") or ""] if re.search(r"github|gitlab|codeberg|bitbucket", u)]
-    return (labelled or hosted or [None])[0]
+    on_host = lambda u: urllib.parse.urlsplit(u).hostname in CODE_HOSTS  # noqa: E731
+    ranked = [u for want in SOURCE_LABELS for lab, u in pairs if lab == want]
+    ranked += [u for lab, u in pairs if lab in ("homepage", "home") and on_host(u)]
+    ranked += [u for u in [(meta.get("Home-page") or "").strip()] if on_host(u)]
+    ranked += [u for _, u in pairs if on_host(u)]
+    return code_repository(ranked[0]) if ranked else None
+
+
+def code_repository(url: str) -> str:
+    """A GitHub, GitLab, Bitbucket or Codeberg web URL cut to its repository's root, as https:
+    `https://github.com/o/r/blob/master/CHANGELOG.rst` -> `https://github.com/o/r` (GitLab: the path up to
+    `/-/` or a `blob`/`tree`/`issues`... segment, as groups nest). Other URLs are returned unchanged."""
+    parts = urllib.parse.urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host not in CODE_HOSTS:
+        return url
+    segs = [s for s in parts.path.split("/") if s]
+    if host == "gitlab.com":
+        segs = segs[: segs.index("-")] if "-" in segs else segs
+        web = [i for i, s in enumerate(segs) if i >= 2 and s in GITLAB_PAGES]
+        segs = segs[: web[0]] if web else segs
+    else:
+        segs = segs[:2]
+    return f"https://{host}/" + "/".join(segs)
+
+
+GITLAB_PAGES = {"blob", "tree", "issues", "merge_requests", "commits", "commit", "wikis", "tags", "releases", "raw"}

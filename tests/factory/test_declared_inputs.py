@@ -1,5 +1,6 @@
 """What bugforge reads from a project's own files without running it: setup.cfg's requirement lists
-(split as setuptools splits them). Pure functions on real projects' lines; no engine."""
+(split as setuptools splits them), the repository an sdist names. Pure functions on real projects'
+lines; no engine."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import configparser
 
 from bugforge.factory import project_files
 from bugforge.factory.declarations import base_requirements, extras
-from bugforge.factory.project_files import setup_cfg_list
+from bugforge.factory.project_files import code_repository, repository_in, setup_cfg_list
 
 # stack-data 0.6.3's setup.cfg, as its sdist ships it (fresh sample, issue 38)
 STACK_DATA_CFG = """[metadata]
@@ -67,3 +68,32 @@ def test_a_file_directive_reads_the_files_inside_the_project(tmp_path):
     (tmp_path.parent / "outside.txt").write_text("evil\n")
     value = "file: requirements/test.txt, missing.txt, ../outside.txt"
     assert setup_cfg_list(value, tmp_path) == ["pytest>=7", "hypothesis; python_version >= '3.9'"]
+
+
+# loguru 0.7.3's PKG-INFO, its URL headers as the sdist ships them (fresh sample, issue 38)
+LOGURU_PKG_INFO = """Metadata-Version: 2.3
+Name: loguru
+Version: 0.7.3
+Project-URL: Changelog, https://github.com/Delgan/loguru/blob/master/CHANGELOG.rst
+Project-URL: Documentation, https://loguru.readthedocs.io/en/stable/index.html
+Project-URL: Homepage, https://github.com/Delgan/loguru
+"""
+
+
+def test_the_repository_is_chosen_by_label_not_by_the_first_code_host_url():
+    assert repository_in(LOGURU_PKG_INFO) == "https://github.com/Delgan/loguru"
+    source_first = LOGURU_PKG_INFO + "Project-URL: Source Code, https://gitlab.com/grp/sub/loguru/-/tree/main\n"
+    assert repository_in(source_first) == "https://gitlab.com/grp/sub/loguru"
+    docs_home = (
+        "Name: x\nProject-URL: Homepage, https://x.rtfd.io\nProject-URL: Issues, https://github.com/o/x/issues\n"
+    )
+    assert repository_in(docs_home) == "https://github.com/o/x"  # no labelled one: any code-host URL, cut
+    assert repository_in("Name: x\nHome-page: http://github.com/o/x/\n") == "https://github.com/o/x"
+    assert repository_in("Name: x\nProject-URL: Documentation, https://x.rtfd.io\n") is None
+
+
+def test_code_host_web_urls_are_cut_to_the_repository_root():
+    assert code_repository("https://github.com/o/r/tree/v1.0/src?x=1#top") == "https://github.com/o/r"
+    assert code_repository("https://bitbucket.org/o/r/issues") == "https://bitbucket.org/o/r"
+    assert code_repository("https://gitlab.com/g/r/blob/main/README.md") == "https://gitlab.com/g/r"
+    assert code_repository("https://git.example/o/r/tree/x") == "https://git.example/o/r/tree/x"
