@@ -38,6 +38,7 @@ from pathlib import Path
 CORPUS = Path(__file__).resolve().parent / "corpus" / "environments.txt"
 # One repair step as the CLI logs it (factory/repair.py): "repair: PROBLEM -> ACTION (WHY): RESULT".
 REPAIR_LINE = re.compile(r"^repair: .+ -> .+: (fixed|not fixed|failed)")
+NOT_APPLICABLE = "not applicable"  # a project bugforge does not claim (wheels only): out of the success rate
 
 
 @dataclass
@@ -139,6 +140,7 @@ FAILURE_CLASSES = [  # (does the error match, its class or how to name it), firs
         lambda e: "install step failed" if "RUN " in e or "returned a non-zero code" in e else "image build failed",
     ),
     (lambda e: e.startswith("cannot clone") or "is not in http" in e, "source unreachable"),
+    (lambda e: "publishes wheels only" in e, NOT_APPLICABLE),  # out of scope: not counted as bugforge's failure
     (lambda e: e.startswith("cannot download the sdist"), "sdist download failed"),
     (lambda e: e.startswith("crash:"), lambda e: f"crash: {exc_name(e)}"),
 ]
@@ -253,7 +255,7 @@ def markdown(projects: list[Project], done: dict[str, Result]) -> str:
     """The table for docs/figures.md: one row per project, the rate, the failure classes."""
     rows = [p for p in projects if p.key in done]
     res = [done[p.key] for p in rows]
-    built = sum(r.built for r in res)
+    built, n = sum(r.built for r in res), sum(r.failure != NOT_APPLICABLE for r in res)
     lines = [
         "| project | source | built | tests | passing | excluded | repairs | seconds | note |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
@@ -269,7 +271,7 @@ def markdown(projects: list[Project], done: dict[str, Result]) -> str:
         lines.append("| " + " | ".join(cells + [note.replace("|", "\\|")]) + " |")
     lines.append("")
     lines.append(
-        f"Built: **{built} of {len(res)}** ({100 * built / max(len(res), 1):.0f}%); "
+        f"Built: **{built} of {n}** ({100 * built / max(n, 1):.0f}%; {len(res) - n} {NOT_APPLICABLE} left out); "
         f"{sum(r.seconds for r in res) / 60:.0f} min in all."
     )
     classes = Counter(r.failure for r in res if not r.built)
@@ -288,9 +290,9 @@ def report(projects: list[Project], done: dict[str, Result], out: Path) -> None:
         print(row_line(r))
         for x in r.excluded:
             print(f"{'':44s}excluded: {short(x, 150)}")
-    built = sum(r.built for r in res)
+    built, n = sum(r.built for r in res), sum(r.failure != NOT_APPLICABLE for r in res)
     print(
-        f"\nbuilt {built} of {len(res)} ({100 * built / max(len(res), 1):.1f}%), "
+        f"\nbuilt {built} of {n} ({100 * built / max(n, 1):.1f}%; {len(res) - n} {NOT_APPLICABLE} left out), "
         f"{sum(r.seconds for r in res) / 60:.1f} min of project time"
     )
     missing = [p.key for p in projects if p.key not in done]

@@ -289,8 +289,9 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
 
 def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
     """The sdist of NAME==VERSION downloaded from pip's index (PEP 691 JSON), its sha256 checked; None if
-    the index lists none. For projects whose metadata no current build backend can prepare, and those
-    whose requires-python excludes the host's Python (the environment picks its own)."""
+    the index lists none; a BugforgeError when it lists only wheels of that release (`wheels_only`). For
+    projects whose metadata no current build backend can prepare, and those whose requires-python excludes
+    the host's Python (the environment picks its own)."""
     index = os.environ.get("PIP_INDEX_URL")
     if not index:
         r = subprocess.run(
@@ -303,7 +304,8 @@ def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
         listing = httpx.get(f"{index.rstrip('/')}/{norm}/", headers=accept, follow_redirects=True, timeout=60)
         listing.raise_for_status()
         want_name = f"{norm}-{version}".replace("-", "_").lower()
-        for f in listing.json().get("files", []):
+        listed = listing.json().get("files", [])
+        for f in listed:
             fname = f["filename"]
             ext = next((e for e in (".tar.gz", ".zip", ".tgz", ".tar.bz2") if fname.endswith(e)), None)
             if ext is None or re.sub(r"[-_.]+", "_", fname[: -len(ext)]).lower() != re.sub(r"[-_.]+", "_", want_name):
@@ -317,7 +319,22 @@ def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
             return into / fname
     except (httpx.HTTPError, ValueError):
         return None
+    if wheels_only([f.get("filename", "") for f in listed], name, version):
+        raise BugforgeError(
+            f"{name}=={version} publishes wheels only, no sdist: not a pure-Python project with an sdist",
+            "bugforge builds from an sdist or a repository: pass the project's repository at this release's tag",
+        )
     return None
+
+
+def wheels_only(filenames: list[str], name: str, version: str) -> bool:
+    """Whether a package index lists wheels of NAME==VERSION and no sdist of it (names and versions
+    compared normalised): such a release (a compiled project, e.g. triton) has no source to build from."""
+    norm = lambda t: re.sub(r"[-_.]+", "_", t).lower()  # noqa: E731
+    want = norm(f"{name}-{version}")
+    wheels = [f for f in filenames if f.endswith(".whl") and norm("-".join(f.split("-")[:2])) == want]
+    sdists = [f for f in filenames if norm(re.sub(r"\.(tar\.gz|zip|tgz|tar\.bz2)$", "", f)) == want]
+    return bool(wheels) and not sdists
 
 
 def _copy_tree(src: Path, dest: Path) -> None:

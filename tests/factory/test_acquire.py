@@ -1,14 +1,19 @@
-"""factory/acquire.py: a local git source read again after it moved on (the clone cache is refreshed)."""
+"""factory/acquire.py: a local git source read again after it moved on (the clone cache is refreshed), a
+tree git cannot write out, a release with wheels only."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from bugforge.factory.acquire import acquire
+from bugforge.errors import BugforgeError
+from bugforge.factory.acquire import _sdist_from_index, acquire, wheels_only
 
 
 def test_a_local_repository_is_read_at_its_current_head(git_repo, tmp_path, monkeypatch):
@@ -69,3 +74,39 @@ def test_a_tree_git_cannot_write_out_is_one_error_line(git_repo, tmp_path):
     (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert line == r.stderr.splitlines()[-1] and "git archive:" in line and blob.stdout.strip() in line
     assert not list(out.glob(".staging/*/repo")) and not (out / "proj").exists()
+
+
+TRITON_FILES = [  # triton's index entries: wheels of each release, never an sdist (fresh sample, issue 38)
+    "triton-3.8.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+    "triton-3.9.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+    "triton-3.9.0-cp313-cp313-manylinux_2_27_aarch64.manylinux_2_28_aarch64.whl",
+]
+
+
+def test_a_release_with_wheels_only_is_one_not_applicable_line(tmp_path, monkeypatch):
+    assert wheels_only(TRITON_FILES, "triton", "3.9.0") and not wheels_only(TRITON_FILES, "triton", "3.10.0")
+    both = ["python_docx-1.2.0-py3-none-any.whl", "python_docx-1.2.0.tar.gz"]
+    assert not wheels_only(both, "python-docx", "1.2.0") and wheels_only(both[:1], "Python.Docx", "1.2.0")
+    listing = json.dumps({"files": [{"filename": f, "url": f"../../f/{f}", "hashes": {}} for f in TRITON_FILES]})
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200 if self.path == "/simple/triton/" else 404)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.end_headers()
+            self.wfile.write(listing.encode() if self.path == "/simple/triton/" else b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_address[1]}/simple")
+    try:
+        with pytest.raises(BugforgeError) as e:
+            _sdist_from_index("triton", "3.9.0", tmp_path)
+        assert _sdist_from_index("triton", "3.10.0", tmp_path) is None  # not listed at all: pip's error stands
+    finally:
+        server.shutdown()
+    assert "\n" not in e.value.line() and "not a pure-Python project with an sdist" in e.value.what
+    assert not list(tmp_path.iterdir())

@@ -59,12 +59,17 @@ def test_compiler_failures_are_recognised():
     assert not compiler_needed("ERROR: No matching distribution found for nothing")
 
 
-def test_the_pool_splits_by_a_seed_into_a_fresh_sample_and_a_debug_set():
-    """bench/environments.py --pool: at least 200 projects; a seed gives one split, the sets never overlap."""
+def _bench():
     spec = importlib.util.spec_from_file_location("bench_environments", BENCH)
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # dataclasses look their module up
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_pool_splits_by_a_seed_into_a_fresh_sample_and_a_debug_set():
+    """bench/environments.py --pool: at least 200 projects; a seed gives one split, the sets never overlap."""
+    bench = _bench()
     pool = bench.read_corpus(BENCH.parent / "corpus" / "pool.txt")
     assert len(pool) >= 200
     fresh, debug = bench.split_pool(pool, 1234, 30)
@@ -75,6 +80,24 @@ def test_the_pool_splits_by_a_seed_into_a_fresh_sample_and_a_debug_set():
     name = lambda p: p.source.removeprefix("pypi:").split("==")[0].rstrip("/").split("/")[-1].lower()  # noqa: E731
     corpus = {name(p) for p in bench.read_corpus(BENCH.parent / "corpus" / "environments.txt")}
     assert not corpus & {name(p) for p in pool}  # nothing tuned against is in the pool
+
+
+def test_a_wheels_only_release_is_not_applicable_and_out_of_the_rate():
+    """triton (issue 38's fresh sample): wheels only; the bench reports it, not as bugforge's failure."""
+    bench = _bench()
+    line = (
+        "error: triton==3.9.0 publishes wheels only, no sdist: not a pure-Python project with an sdist — "
+        "bugforge builds from an sdist or a repository: pass the project's repository at this release's tag"
+    )
+    assert bench.failure_class(line) == bench.NOT_APPLICABLE
+    ps = [bench.Project("pypi:triton==3.9.0", None, "r"), bench.Project("pypi:six==1.17.0", None, "r")]
+    done = {
+        "triton-3.9.0": bench.Result(
+            "triton-3.9.0", ps[0].source, None, False, 3, error=line, failure="not applicable"
+        ),
+        "six-1.17.0": bench.Result("six-1.17.0", ps[1].source, None, True, 40, tests=9, passing=9),
+    }
+    assert "Built: **1 of 1** (100%; 1 not applicable left out)" in bench.markdown(ps, done)
 
 
 # --- real environments -----------------------------------------------------------------------------
