@@ -12,11 +12,9 @@ class's method or property; elsewhere a change is allowed only to a value whose 
 installed files alone, what it holds included (pytest and its plugins rebind things while they run).
 No function's code may be swapped.
 
-The monitor runs `compare` before the first test, at each test's end and at the session's finish
-(`problems`, which adds: a reporting hook registered after pytest was configured that lives in the
-project's non-test code, the probe's own hooks no longer registered, a test with more than one outcome
-or, in a run that went to its end, none). docs/security.md states what this does and does not catch.
-Python 3.9, standard library only."""
+The monitor runs `compare` before the first test, after each and at the finish (`problems` adds: a
+late reporting hook of the project's non-test code, the probe's hooks unregistered, a test with more
+than one outcome or none). docs/security.md says what this catches. Python 3.9, standard library."""
 
 import functools
 import itertools
@@ -170,11 +168,20 @@ def _shadows(namespace_owner, key):
     return False
 
 
+def _real(path, _seen={}):  # noqa: B006 (a cache: the first answer for a file stands, as if asked then)
+    """os.path.realpath, once per path (it walks the path's links with a system call each)."""
+    if type(path) is not str:
+        return ODD
+    if path not in _seen:
+        _seen[path] = os.path.realpath(path)
+    return _seen[path]
+
+
 def installed_value(value, installed, root):
     """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
     could write): how pytest and its plugins rebind things while they run."""
     files = [f for f in _files_of(value) if f is not None]
-    return all((os.path.realpath(f) + "/").startswith(installed) for f in files) and not any(
+    return all((_real(f) + "/").startswith(installed) for f in files) and not any(
         (os.path.abspath(f) + "/").startswith(root) for f in files
     )
 
@@ -233,15 +240,15 @@ def _flatten(entries, accepted):
     return tuple(nss), tuple(lens), tuple(keys), tuple(values), tuple(fns), tuple(codes)
 
 
-def _unchanged(flat, _is=operator.is_, _eq=operator.eq, _map=map, _all=all, _len=len):
-    """Whether each namespace holds exactly its recorded keys, in order, bound to the same objects:
-    passes at C speed that compare identities and look nothing up (so a key of the tree's own class,
-    whose lookup would run its code, fails the comparison instead)."""
-    nss, lens, keys, values, fns, codes = flat
+def _unchanged(flat, keys=True, _is=operator.is_, _eq=operator.eq, _map=map, _all=all, _len=len):
+    """Whether each namespace holds exactly its recorded keys (unless not `keys`: as many), in order,
+    bound to the same objects: passes at C speed that compare identities and look nothing up (so a key
+    of the tree's own class, whose lookup would run its code, fails the comparison instead)."""
+    nss, lens, names, values, fns, codes = flat
     return (
         _all(_map(_eq, _map(_len, nss), lens))
-        and _all(_map(_is, _CHAIN(nss), keys))
         and _all(_map(_is, _CHAIN(_map(_VALUES, nss)), values))
+        and (not keys or _all(_map(_is, _CHAIN(nss), names)))
         and _all(_map(_is, _map(_CODE, fns), codes))
     )
 
@@ -252,9 +259,10 @@ def compare(snap, whole=True, accepted=None):
     `snap`, `accepted` and this function, out of the tree's reach.
     - `accepted`: a dict the caller keeps between calls, of each namespace's state the last time it
       was judged clean (pytest's lazy attributes, legacypath's properties), flattened: when nothing
-      changed since, the whole check is three identity passes at C speed (about 0.4 ms for 12,000
-      attributes), not a loop over 600 namespaces. A namespace that changed once is checked alone
-      from then on (warnings', pytest's lazily set ones).
+      changed since, the whole check is identity passes at C speed (about 0.3 ms for 12,000
+      attributes), not a loop over 600 namespaces: lengths and values in order between tests, the
+      keys too when `whole`. A namespace that changed once is checked alone from then on (warnings',
+      pytest's lazily set ones).
     - The functions' code and defaults are compared only when `whole` (the session's finish): every
       way of setting them raises an audit event, on which the monitor flags a watched function at once
       (reading `__code__` raises one too, which makes comparing them all the costliest part)."""
@@ -263,7 +271,7 @@ def compare(snap, whole=True, accepted=None):
     volatile = accepted.setdefault("volatile", {})  # index -> its flat state, checked alone
     if "flat" not in accepted:
         accepted["flat"] = _flatten(entries, accepted)
-    if _unchanged(accepted["flat"]):
+    if _unchanged(accepted["flat"], keys=whole):  # (between tests: the same values, in order, in as many keys)
         changed = [i for i, flat in volatile.items() if not _unchanged(flat)]
     else:
         changed = [i for i in range(len(entries)) if not _unchanged(_flatten([entries[i]], _one(accepted, i)))]

@@ -186,11 +186,12 @@ def _end(status):
 
 import _pytest.assertion.rewrite  # noqa: E402
 
-witnessed = witness.install(_pytest.assertion.rewrite)  # test modules compiled with the witness (witness.py)
+_installed = installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/")
+witnessed = witness.install(_pytest.assertion.rewrite, _installed)  # test modules compiled with the witness
 install(  # before the channel is opened, and before any code of the tree (start.py)
     os.environ.get("BUGFORGE_ROOT", "/testbed"),
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
-    installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"),
+    _installed,
     {
         RECORD: Report.emit.__code__,
         CHANNEL: sender.__code__,

@@ -161,12 +161,13 @@ def functions(module_code):
     return out
 
 
-def install(rewrite, _audit=sys.audit):
+def install(rewrite, installed=(), _audit=sys.audit):
     """Make pytest's assertion rewriting (the module `rewrite`) compile every test module with the
-    witness: instrument before the asserts are rewritten, tell the monitor what was compiled, and
-    never load a cached compilation (which would lack the witness). Before the integrity snapshot:
-    these are then the genuine functions."""
-    rewrite_asserts, rewrite_test = rewrite.rewrite_asserts, rewrite._rewrite_test
+    witness: instrument before the asserts are rewritten, tell the monitor what was compiled, and load
+    a cached compilation (which would lack the witness, or be the test user's) only of a module under
+    `installed` (directories only root writes: a plugin's modules, which pytest rewrites too). Before
+    the integrity snapshot: these are then the genuine functions."""
+    rewrite_asserts, rewrite_test, read_pyc = rewrite.rewrite_asserts, rewrite._rewrite_test, rewrite._read_pyc
 
     def instrumented_rewrite_asserts(mod, source, module_path=None, config=None):
         patterns = ["test"]
@@ -180,12 +181,14 @@ def install(rewrite, _audit=sys.audit):
         _audit(COMPILED, co)
         return stat, co
 
-    def no_cached_pyc(*args, **kwargs):
+    def installed_pyc(source, pyc, trace=lambda _: None):
+        if all((os.path.realpath(str(p)) + "/").startswith(installed) for p in (source, pyc)):
+            return read_pyc(source, pyc, trace)
         return None
 
     rewrite.rewrite_asserts = instrumented_rewrite_asserts
     rewrite._rewrite_test = witnessed_rewrite_test
-    rewrite._read_pyc = no_cached_pyc
+    rewrite._read_pyc = installed_pyc
     return witnessed_rewrite_test.__code__
 
 
