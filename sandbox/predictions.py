@@ -50,7 +50,7 @@ def parse_predictions(text: str, name: str = "predictions") -> list[Prediction]:
     try:
         whole = json.loads(text)
     except json.JSONDecodeError as e:
-        first = next(line for line in text.splitlines() if line.strip())
+        first = next(line for line in text.split("\n") if line.strip())
         try:
             json.loads(first)
         except json.JSONDecodeError:  # not JSONL: one JSON document spread over lines, broken somewhere
@@ -76,7 +76,7 @@ def parse_predictions(text: str, name: str = "predictions") -> list[Prediction]:
 
 def _jsonl(text: str, name: str) -> list[tuple[str, object]]:
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # (JSON Lines end at \n: a string may hold U+2028)
         if not line.strip():
             continue
         try:

@@ -53,6 +53,13 @@ def statement_span(source, line):
     return None if tree is None else span_in(tree.body, line, None)
 
 
+def python_lines(source):
+    """The source's lines as Python numbers them (ends at \\r\\n, \\r or \\n; str.splitlines also breaks
+    at form feeds, U+001C, U+2028...)."""
+    lines = re.split(r"\r\n|\r|\n", source)
+    return lines[:-1] if lines[-1] == "" else lines
+
+
 def gap_body(source, new_source, line):
     """(first, last) line of the body of the module- or class-level function that the code just above
     `line` belongs to, when `line` is blank or only a comment outside every statement and the change
@@ -60,7 +67,7 @@ def gap_body(source, new_source, line):
     the last one counts as blank. Lines inserted next to such a line extend that function's body, at
     whatever depth: nothing outside function bodies changed, so they cannot sit at module or class
     level. A run reaches them only by running that body. None otherwise."""
-    lines = source.splitlines() + [""]  # (lines inserted at the end of the file come before "line" len + 1)
+    lines = python_lines(source) + [""]  # (lines inserted at the end of the file come before "line" len + 1)
     if not 1 <= line <= len(lines) or lines[line - 1].strip()[:1] not in ("", "#"):
         return None
     above = next((n for n in range(line - 1, 0, -1) if lines[n - 1].strip()[:1] not in ("", "#")), None)

@@ -182,12 +182,12 @@ def _added_lines(path, new):
     if new:
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
-                return list(enumerate(f.read().splitlines(), 1))
+                return list(enumerate(f.read().split("\n"), 1))  # (universal newlines: Python's own lines)
         except OSError:
             return []
     diff = _git("diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--", path, check=False)
     out, line = [], 0
-    for text in diff.decode("utf-8", "replace").splitlines():
+    for text in diff.decode("utf-8", "replace").split("\n"):  # (git's lines: str.splitlines breaks at U+001C too)
         hunk = re.match(r"@@ -\S+ \+(\d+)", text)
         if hunk:
             line = int(hunk.group(1))

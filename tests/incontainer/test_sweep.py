@@ -5,6 +5,7 @@ importable from outside the tree (the standard library, site-packages, the runne
 from __future__ import annotations
 
 import os
+import subprocess
 
 from bugforge.incontainer.sweep import _comments, audit, dirs_of_tests, outside_names, shadowing
 
@@ -60,3 +61,22 @@ def test_test_directories_are_the_shallowest_named_test():
         "tests",
         "src/pkg/testing",
     }
+
+
+def test_added_lines_are_numbered_as_python_and_git_number_them(tmp_path, monkeypatch):
+    """A line holding U+001C and a forged hunk header, or a form feed, does not shift the line numbers
+    the audit matches comments by (str.splitlines breaks at both; git and Python do not)."""
+    from bugforge.incontainer.sweep import _added_lines
+
+    monkeypatch.chdir(tmp_path)
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
+    (tmp_path / "core.py").write_text("a = 1\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    (tmp_path / "core.py").write_text("a = 1\nb = '\x1c@@ -1 +900 @@'\n\x0c\nimport gc  # x\n")
+    added = _added_lines("core.py", False)
+    assert [n for n, _ in added] == [2, 3, 4]
+    assert added[-1] == (4, "import gc  # x")
+    assert audit({"core.py": added}, []) == audit({"core.py": [(4, "import gc  # x")]}, [])
+    assert audit({"core.py": added}, [])

@@ -103,3 +103,10 @@ def test_cli_bad_predictions_one_line_and_nothing_graded(cli, tmp_path):
     assert len(lines) == 1 and "line 3: not valid JSON" in lines[0] and str(preds) in lines[0], lines
     assert "Traceback" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["instances.jsonl", "preds.jsonl"]
+
+
+def test_a_patch_holding_a_unicode_line_separator_stays_one_prediction():
+    """JSON Lines end at \\n only: a raw U+2028 or U+0085 inside a string is part of it."""
+    rows = [{"instance_id": i, "model_patch": "a\u2028b\x85c", "model_name_or_path": "m"} for i in "xy"]
+    text = "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n"
+    assert [p.model_patch for p in parse_predictions(text)] == ["a\u2028b\x85c"] * 2
