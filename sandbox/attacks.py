@@ -377,3 +377,7 @@ PATTERNS.update(round10.PATTERNS)
 from bugforge.sandbox import attacks_round11 as round11  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round11.PATTERNS)
+
+from bugforge.sandbox import attacks_round12 as round12  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round12.PATTERNS)

@@ -26,10 +26,11 @@ import os
 import sys
 import types
 
-from .integrity import installed_value
+from .installed import installed_value
 from .witness import blocks
 
 _MARKS = (("pytest", "mark"), ("mark",))
+_BUILTINS = frozenset(dir(builtins)) - {"__doc__", "__name__", "__spec__", "__loader__", "__package__"}
 _NONE = object()
 
 
@@ -65,6 +66,25 @@ def _walk(body, path, defs, seen, wrapped=False):
         else:
             for block in blocks(node):
                 _walk(block, path, defs, seen, wrapped)
+
+
+def _module_names(tree):
+    """The names a module's own code binds at module level (not inside its functions and classes), or
+    None where it star-imports (then any name)."""
+    names, stack = set(), list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                return None
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif not isinstance(node, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
 
 
 def _imports(tree):
@@ -144,6 +164,7 @@ class _File:
             tree = ast.parse(f.read(), path)
         self.defs, self.imports = {}, _imports(tree)
         _walk(tree.body, (), self.defs, set())
+        self.bound = _module_names(tree)  # (None: a star import, which may bind any name)
         self.classes = {  # module-level classes with no decorator but marks: (names their body binds, bases)
             n.name: (_class_names(n), [_dotted(b) for b in n.bases])
             for n in tree.body
@@ -160,15 +181,28 @@ def _parse(path, cache):
     return cache[path]
 
 
-def _where(item):
-    """(the test module, its file, the class path, the def's name), or None for items of no file."""
+def _where(item, root):
+    """(the module defining the test, its file, the class path, the def's name), or None for items of no
+    file. A method the test's class inherits from a class of another file of the tree (a mixin in
+    tests/__init__.py) is that file's."""
     module = getattr(item, "module", None)
     path = getattr(module, "__file__", None)
     if module is None or not path or not path.endswith(".py"):
         return None
     classes = tuple(n.name for n in item.listchain() if type(n).__name__ in ("Class", "UnitTestCase"))
     name = getattr(item, "originalname", None) or item.name.partition("[")[0]
-    return module, os.path.realpath(path), classes, name
+    return _inherited(getattr(item, "cls", None), name, root) or (module, os.path.realpath(path), classes, name)
+
+
+def _inherited(cls, name, root):
+    if not isinstance(cls, type) or name in vars(cls):
+        return None
+    klass = next((k for k in cls.__mro__[1:] if name in vars(k)), None)
+    module = sys.modules.get(getattr(klass, "__module__", None) or "")
+    path = getattr(module, "__file__", None) or ""
+    if not path.endswith(".py") or not os.path.realpath(path).startswith(root) or "<" in klass.__qualname__:
+        return None
+    return module, os.path.realpath(path), tuple(klass.__qualname__.split(".")), name
 
 
 def _is_def(item, module, path, name, first):
@@ -208,18 +242,21 @@ def _imports_changed(module, parsed, installed, root):
 
 
 def collected(items, installed, root):
-    """Once collection is finished: (reasons, bindings, tests, modules). bindings: (where, namespace,
-    name, value), held by the monitor at each test's end; tests: (node id, its module's file, its def's
-    key (file, classes, name), the collected function), for the witness; modules: (module, its parsed
-    file), for `classes_changed` at the finish."""
+    """Once collection is finished: (reasons, bindings, tests, modules, shadows). bindings: (where,
+    namespace, name, value), held by the monitor at each test's end; tests: (node id, its module's
+    file, its def's key (file, classes, name), the collected function), for the witness; modules:
+    (module, its parsed file), for `classes_changed` at the finish; shadows: (module name, its
+    namespace, the builtins' names its file does not bind), which the namespace may never hold (a
+    global of such a name hides the builtin from the test's code: `len`, `isinstance`, `hasattr`)."""
     cache, modules, out, tests = {}, {}, [], []
     for item in items:
-        where = _where(item)
+        where = _where(item, root)
         if where is None:
             continue
         module, path, classes, name = where
         obj = getattr(item, "obj", None)
-        tests.append((item.nodeid, module.__file__, (path, classes, name), getattr(obj, "__func__", obj)))
+        own = getattr(item, "module", module).__file__  # (its module ran the code the grader compiled)
+        tests.append((item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj)))
         parsed = _parse(path, cache)
         if parsed is None:
             continue
@@ -227,12 +264,14 @@ def collected(items, installed, root):
         entry = parsed.defs.get((classes, name))
         if entry is not None and entry[0] and not _is_def(item, module, path, name, entry[1]):
             out.append("%s: the function collected is not the one its file defines" % item.nodeid)
-    bindings = []
+    bindings, shadows = [], []
     for module, parsed in modules.values():
         reasons, held = _imports_changed(module, parsed, installed, root)
         out += reasons + _classes_changed(module, parsed)
         bindings += held
-    return out, tuple(bindings), tuple(tests), list(modules.values())
+        if parsed.bound is not None:
+            shadows.append((module.__name__, vars(module), _BUILTINS - parsed.bound))
+    return out, tuple(bindings), tuple(tests), list(modules.values()), tuple(shadows)
 
 
 def classes_changed(modules):

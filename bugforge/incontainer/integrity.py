@@ -16,12 +16,14 @@ The monitor runs `compare` before the first test, after each and at the finish (
 late reporting hook of the project's non-test code, the probe's hooks unregistered, a test with more
 than one outcome or none). docs/security.md says what this catches. Python 3.9, standard library."""
 
-import functools
+import builtins
 import itertools
 import operator
 import os
 import sys
 import types
+
+from .installed import functions_of, installed_dirs, installed_value, plain_keys
 
 RUNNER = ("pytest", "_pytest", "pluggy", "bugforge_incontainer")
 # the standard library's own assertions (unittest's TestCase), loaded by start.py before the tree
@@ -40,7 +42,7 @@ STRICT = (
 )  # fmt: skip
 # plain data a strict namespace of the assertions may be given (settings such as TestCase.maxDiff): no behaviour
 _SETTING_IDS = frozenset(map(id, (type(None), bool, int, float, str)))
-_MISSING = object()
+_MISSING, _BUILTIN_NAMES = object(), frozenset(dir(builtins))  # (a module's global of such a name hides it)
 HOOKS = (
     "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
     "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus", "pytest_pyfunc_call",
@@ -53,13 +55,6 @@ MAX_REASONS = 10
 _STATE = tuple(operator.attrgetter(a) for a in ("__code__", "__defaults__", "__kwdefaults__"))
 
 
-def plain_keys(namespace, _all=all, _map=map, _is=operator.is_, _str=itertools.repeat(str)):
-    """Whether every key of a namespace is an exact str: only then does a lookup in it (or sorting its
-    keys) run no code of the tree (a key's __eq__ on a hash collision, its __str__, its __hash__). At C
-    speed, with no audit event and no hashing."""
-    return _all(_map(_is, _map(type, namespace), _str))
-
-
 def _state(fn):
     return tuple(get(fn) for get in _STATE)
 
@@ -68,92 +63,12 @@ def _under(name, prefixes):
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _function(obj):
-    """The plain functions behind a function, classmethod, staticmethod or property (by exact type: no
-    code of the tree's classes runs here, as `isinstance` would run a `__class__` property)."""
-    kind = type(obj)
-    if kind is classmethod or kind is staticmethod:
-        obj = obj.__func__
-        kind = type(obj)
-    if kind is property:
-        return [f for f in (obj.fget, obj.fset, obj.fdel) if type(f) is types.FunctionType]
-    return [obj] if kind is types.FunctionType else []
-
-
-def installed_dirs(root):
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    dirs.add(os.path.realpath(os.path.dirname(os.__file__)))
-    dirs.add(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # the probe's own
-    return tuple(d.rstrip("/") + "/" for d in dirs if not (d + "/").startswith(root))
-
-
-_MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
-_CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
-_MODULE_OF, ODD = type.__dict__["__module__"].__get__, "<a value whose class cannot be read plainly>"
-_DICT_VALUES = operator.methodcaller("values")  # (of an exact dict or a class's mappingproxy: C)
-
-
-def _files_of(value, depth=2):
-    """The source files a value's behaviour comes from ([] for built-in code and plain data): a
-    function's own and those of what its closure holds, a partial's function and arguments, a bound
-    method's function and object, a class's module and its own functions (a class's `__module__` is a
-    name any code can give it), `depth` levels into what they hold. Only exact types and C-level reads:
-    no method of the value's class runs (the monitor calls this on the tree's values, in its own thread)."""
-    kind = type(value)
-    if kind is types.ModuleType or kind is types.BuiltinFunctionType:
-        return []
-    if kind is functools.partial:
-        return _held_files([value.func, *value.args, *_DICT_VALUES(value.keywords)], depth)
-    fns = _function(value) or (_function(value.__func__) if kind is types.MethodType else [])
-    if fns:
-        held = [value.__self__] if kind is types.MethodType else []
-        cells = [c for f in fns for c in (f.__closure__ or ())]
-        return [f.__code__.co_filename for f in fns] + _held_files(held + list(map(_cell, cells)), depth)
-    if issubclass(kind, type):  # (a class: its own module and functions)
-        return _class_files(value) + _held_files(list(_DICT_VALUES(_CLASS_DICT(value))), depth)
-    described = any(not plain_keys(_CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
-    if not (callable(value) or described):
-        return _class_files(kind) if _DICT_OFFSET(kind) else []
-    return _class_files(kind)
-
-
-def _held_files(values, depth):
-    """The files of what a value holds, one level less deep."""
-    return [f for v in values for f in _files_of(v, depth - 1)] if depth > 0 else []
-
-
-def _cell(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:  # (an empty cell)
-        return None
-
-
-def _class_files(cls):
-    """The file of the module a class names (none for a built-in module's), read plainly; ODD where a
-    namespace on the way holds a key that is not a string or a value of an unexpected type."""
-    modules = sys.modules
-    if not plain_keys(_CLASS_DICT(cls)) or not plain_keys(modules):
-        return [ODD]
-    name = _MODULE_OF(cls)  # (C: the class's `__module__`, or a built-in type's)
-    module = modules.get(name) if type(name) is str else ODD
-    if module is None:
-        return []
-    if type(module) is not types.ModuleType or not plain_keys(_MODULE_DICT(module)):
-        return [ODD]
-    path = _MODULE_DICT(module).get("__file__")
-    return [path] if type(path) is str else []
-
-
 def _record(where, owner, namespace, strict, entries, functions):
     keys = tuple(namespace)
     values = tuple(namespace[k] for k in keys)
     entries.append((where, owner, namespace, keys, values, frozenset(keys), strict))
     for key, value in zip(keys, values):
-        for fn in _function(value):
+        for fn in functions_of(value):
             functions.append(("%s.%s" % (where, key), fn))
 
 
@@ -166,24 +81,6 @@ def _shadows(namespace_owner, key):
             hidden = vars(base)[key]
             return callable(hidden) or hasattr(type(hidden), "__get__")
     return False
-
-
-def _real(path, _seen={}):  # noqa: B006 (a cache: the first answer for a file stands, as if asked then)
-    """os.path.realpath, once per path (it walks the path's links with a system call each)."""
-    if type(path) is not str:
-        return ODD
-    if path not in _seen:
-        _seen[path] = os.path.realpath(path)
-    return _seen[path]
-
-
-def installed_value(value, installed, root):
-    """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
-    could write): how pytest and its plugins rebind things while they run."""
-    files = [f for f in _files_of(value) if f is not None]
-    return all((_real(f) + "/").startswith(installed) for f in files) and not any(
-        (os.path.abspath(f) + "/").startswith(root) for f in files
-    )
 
 
 def _entry_problems(entry, installed, root):
@@ -201,7 +98,9 @@ def _entry_problems(entry, installed, root):
         now = namespace.get(key)
         if type(now) is types.ModuleType or key == "__warningregistry__":
             continue  # a submodule imported since; the warnings module's own registry
-        if not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
+        if type(owner) is types.ModuleType and key in _BUILTIN_NAMES:
+            out.append("%s.%s was added during the run, shadowing the builtin" % (where, key))
+        elif not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
             out.append("%s.%s was added during the run" % (where, key))
     return out
 

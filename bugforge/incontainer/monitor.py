@@ -13,10 +13,9 @@ code reaches only through audited steps, each refused.
   channel is set, as the test server does when it holds a collected session): the probe's own
   classes and state, checked before each `test` and `finish` record is sent (the checks that find
   tampering are the probe's code: replacing them must not silence them).
-- `sys.audit("bugforge.items", collected, bindings, reasons)`, once per process, from the probe's
-  collection hook: the collected tests' functions (each test must run its own: checked at its end),
-  what the test files bind by importing installed code (held like the pinned state), and why the
-  collected functions are not the ones their files define (defined.py; sent with each finish).
+- `sys.audit("bugforge.items", collected, bindings, reasons, tests, shadows)`, once per process, from
+  the probe's collection hook: what defined.py found (each test runs its own function, what the test
+  files bind from installed code, the builtins' names their globals may not gain; checked at each end).
 - `sys.audit("bugforge.compiled", module_code)` from witness.py's compilation of a test module, and
   `sys.audit("bugforge.exit")` from a test function the grader compiled: the witness (witness.py)
   of how each test's own function ended, checked at the test's end.
@@ -50,7 +49,7 @@ from .events import (  # noqa: F401  # (the probe imports the events from here)
     WATCHED,
     is_file_source,
 )
-from .integrity import plain_keys
+from .installed import plain_keys
 
 CODE, FRAME = types.CodeType, types.FrameType
 CLASS_DICT = type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
@@ -73,7 +72,7 @@ def install(root, own_dir, installed, codes):
 
     state = {"fd": None, "key": b"", "seq": 0, "pid": None, "pinned": (), "snap": None, "compare": None,
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
-             "bindings": (), "defined": []}  # fmt: skip
+             "bindings": (), "defined": [], "shadows": ()}  # fmt: skip
     dumps, loads, write, getpid, getframe = json.dumps, json.loads, os.write, os.getpid, sys._getframe
     mac_of, seen = getattr(_hashlib, "hmac_digest", None) or hmac.digest, witness.Witness()  # (OpenSSL's C)
     main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
@@ -214,13 +213,8 @@ def install(root, own_dir, installed, codes):
     def caller_is(event, frame):
         return frame.f_code is codes[event]
 
-    @own_walk
-    def caller_code(frame):
-        return getattr(frame.f_back, "f_code", frame.f_code)
-
-    @own_walk
-    def frame_code(frame):
-        return frame.f_code
+    caller_code = own_walk(lambda frame: getattr(frame.f_back, "f_code", frame.f_code))
+    frame_code = own_walk(lambda frame: frame.f_code)
 
     def checks(record):
         """Before a test's start (the first), its end and the session's finish: what changed."""
@@ -243,6 +237,8 @@ def install(root, own_dir, installed, codes):
             out += item_problems(record.get("nodeid"))
         if kind == "end":
             out += seen.problems(record.get("nodeid"))
+        shadowed = [w for w, ns, hidden in state["shadows"] if not plain_keys(ns) or not hidden.isdisjoint(ns)]
+        out += ["%s was given a global that hides a builtin" % w for w in shadowed]  # (plain keys: no key's code runs)
         return out
 
     def item_problems(nodeid):
@@ -324,11 +320,12 @@ def install(root, own_dir, installed, codes):
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
             else:
-                items, bindings, defined, tests = args
+                items, bindings, defined, tests, shadows = args
                 state.update(
                     items={node: (item, fn, code, type(item)) for node, item, _obj, fn, code in items},
                     items_pid=getpid(),
                     bindings=tuple(bindings),
+                    shadows=tuple(shadows),
                     defined=list(defined) + seen.collected(tests),
                 )
         elif event == "os.exec" and getpid() == state["pid"]:

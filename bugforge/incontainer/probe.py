@@ -29,7 +29,8 @@ import pytest
 from . import witness
 from .channel import sender
 from .defined import classes_changed, collected
-from .integrity import Integrity, compare, installed_dirs
+from .installed import installed_dirs
+from .integrity import Integrity, compare
 from .lookups import Watcher
 from .monitor import CHANNEL, COMPILED, ITEMS, PIN, RECORD, TAMPER, install
 from .report import Limits, Report
@@ -107,9 +108,9 @@ class Probe:
         files bind by importing installed code (held likewise), and why the collected functions are
         not the ones their files define (defined.py; reported with the run's finish)."""
         _, _, installed, root = self.integrity.snap
-        reasons, bindings, tests, modules = collected(session.items, installed, root)
+        reasons, bindings, tests, modules, shadows = collected(session.items, installed, root)
         self.test_modules[:] = modules  # (in place: the list is pinned)
-        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests)
+        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests, shadows)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -71,10 +71,27 @@ def _registry_vouched(case, funcs):
     )
 
 
+# what the inserted code calls, as constants of the compiled code (`constants`): no name is looked up,
+# so nothing the tree binds in a test module's globals or in builtins can stand in for them
+CONSTANTS = {"\0bugforge." + f.__name__: f for f in (type, getattr, hasattr, sys.audit)}
 METHOD_BIND = (
-    METHOD + " = lambda o, n, _t=type, _g=getattr, _h=hasattr: "
-    "_g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
-)
+    METHOD + " = lambda o, n, _t=%r, _g=%r, _h=%r: _g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
+) % ("\0bugforge.type", "\0bugforge.getattr", "\0bugforge.hasattr")
+
+
+def constants(code):
+    """The compiled code with the inserted code's stand-in strings replaced by what they name (in
+    nested code and in tuples: a lambda's defaults are one tuple constant)."""
+    return code.replace(co_consts=tuple(map(_constant, code.co_consts)))
+
+
+def _constant(c):
+    kind = type(c)
+    if kind is types.CodeType:
+        return constants(c)
+    if kind is tuple:
+        return tuple(map(_constant, c))
+    return CONSTANTS.get(c, c) if kind is str else c
 
 
 class _ClassMethods(ast.NodeTransformer):
@@ -98,14 +115,7 @@ def _wrap(fn):
     def state(value):
         return ast.Assign(targets=[ast.Name(id=STATE, ctx=ast.Store())], value=ast.Constant(value=value))
 
-    bind = ast.Assign(
-        targets=[ast.Name(id=AUDIT, ctx=ast.Store())],
-        value=ast.Attribute(
-            value=ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant("sys")], keywords=[]),
-            attr="audit",
-            ctx=ast.Load(),
-        ),
-    )
+    bind = ast.Assign(targets=[ast.Name(id=AUDIT, ctx=ast.Store())], value=ast.Constant("\0bugforge.audit"))
     method = ast.parse(METHOD_BIND).body[0]  # (self.assertX: the class's, never an instance attribute)
     _ClassMethods().visit(fn)
     report = ast.Expr(value=ast.Call(func=ast.Name(id=AUDIT, ctx=ast.Load()), args=[ast.Constant(EXIT)], keywords=[]))
@@ -161,6 +171,15 @@ def functions(module_code):
     return out
 
 
+TEST_DIRS = frozenset(("test", "tests", "testing"))
+
+
+def in_tests(path, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"):
+    """Whether a file of the tree lies in a test directory (a directory of it named as TEST_DIRS)."""
+    path = os.path.realpath(str(path))
+    return path.startswith(root) and not TEST_DIRS.isdisjoint(path[len(root) :].split("/")[:-1])
+
+
 def install(rewrite, installed=(), _audit=sys.audit):
     """Make pytest's assertion rewriting (the module `rewrite`) compile every test module with the
     witness: instrument before the asserts are rewritten, tell the monitor what was compiled, and load
@@ -168,6 +187,8 @@ def install(rewrite, installed=(), _audit=sys.audit):
     `installed` (directories only root writes: a plugin's modules, which pytest rewrites too). Before
     the integrity snapshot: these are then the genuine functions."""
     rewrite_asserts, rewrite_test, read_pyc = rewrite.rewrite_asserts, rewrite._rewrite_test, rewrite._read_pyc
+    hook, write, witnessed = rewrite.AssertionRewritingHook, rewrite._write_pyc, set()
+    should, bailout = hook._should_rewrite, hook._early_rewrite_bailout
 
     def instrumented_rewrite_asserts(mod, source, module_path=None, config=None):
         patterns = ["test"]
@@ -178,8 +199,19 @@ def install(rewrite, installed=(), _audit=sys.audit):
 
     def witnessed_rewrite_test(fn, config):
         stat, co = rewrite_test(fn, config)
+        co = constants(co)
+        witnessed.add(id(co))
         _audit(COMPILED, co)
         return stat, co
+
+    def write_pyc(state, co, source_stat, pyc):  # (the witness's constants cannot be marshalled; never read)
+        return False if id(co) in witnessed else write(state, co, source_stat, pyc)
+
+    def should_rewrite(self, name, fn, state):  # (a test directory's modules too: mixins of inherited tests)
+        return should(self, name, fn, state) or in_tests(fn)
+
+    def early_bailout(self, name, state):
+        return not TEST_DIRS.intersection(name.split(".")) and bailout(self, name, state)
 
     def installed_pyc(source, pyc, trace=lambda _: None):
         if all((os.path.realpath(str(p)) + "/").startswith(installed) for p in (source, pyc)):
@@ -189,6 +221,8 @@ def install(rewrite, installed=(), _audit=sys.audit):
     rewrite.rewrite_asserts = instrumented_rewrite_asserts
     rewrite._rewrite_test = witnessed_rewrite_test
     rewrite._read_pyc = installed_pyc
+    rewrite._write_pyc = write_pyc
+    hook._should_rewrite, hook._early_rewrite_bailout = should_rewrite, early_bailout
     return witnessed_rewrite_test.__code__
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bugforge.sandbox import attacks_round11_payloads as round11
+from bugforge.sandbox import attacks_round12_payloads as round12
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -143,6 +144,13 @@ ROUND11 = {
     "TestCase's assertions rebound to installed no-ops": round11.INSTALLED_NOOP,
     "the instance's type-equality registry": round11.REGISTRY + round11.wrap_every_function("_r11_registry"),
 }
+# round twelve: the fresh set after round eleven's fixes (all in-process); a mixin's inherited test too
+ROUND12 = {name: getattr(round12, name) for name in ("PLANTED_GLOBALS", "MIXIN_SWAP", "WRAPPER_BUILTINS")}
+ROUND12.update(STRICT_ADDITIONS=round12.STRICT_ADDITIONS, SHOULD_STOP=round12.SHOULD_STOP)
+MIXIN = {
+    "tests/__init__.py": "class Mixin:\n    def test_bug(self):\n        import pkg\n        self.assertEqual(pkg.add(1, 2), 3)\n",
+    "tests/test_it.py": "import unittest\n\nfrom . import Mixin\n\n\nclass T(unittest.TestCase, Mixin):\n    pass\n",
+}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -226,6 +234,19 @@ def test_round_ten_is_caught(launch, name, suite):
 @pytest.mark.parametrize("name", sorted(ROUND11))
 def test_round_eleven_is_caught(launch, name, suite):
     _caught(launch, {"pkg/__init__.py": PKG + ROUND11[name], "tests/__init__.py": "", **SUITES[suite]})
+
+
+@pytest.mark.parametrize("suite", [*sorted(SUITES), "mixin"])
+@pytest.mark.parametrize("name", sorted(ROUND12))
+def test_round_twelve_is_caught(launch, name, suite):
+    tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND12[name], **tests})
+
+
+def test_a_test_inherited_from_a_mixin_passes_with_no_false_alarm(launch):
+    records, r = launch({"pkg/__init__.py": "def add(a, b):\n    return a + b\n", **MIXIN})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert launch.outcomes(records) == {"T::test_bug": "passed"}, r.stdout[-2000:]
 
 
 def test_a_signal_handler_finds_nothing_of_the_monitor_in_the_frames_it_is_given(launch):
