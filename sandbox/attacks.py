@@ -381,3 +381,7 @@ PATTERNS.update(round11.PATTERNS)
 from bugforge.sandbox import attacks_round12 as round12  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round12.PATTERNS)
+
+from bugforge.sandbox import attacks_round13 as round13  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round13.PATTERNS)

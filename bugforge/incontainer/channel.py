@@ -151,6 +151,8 @@ class Collector:
         failure is not skipped unless the test expected to fail."""
         nodeid, when, outcome, wasxfail = p.get("nodeid"), p.get("when"), p.get("outcome"), bool(p.get("wasxfail"))
         seen = self.witness.pop((nodeid, when), None)
+        if outcome not in ("passed", "failed", "skipped"):  # (pytest's only words: a plugin's "rerun" is not one)
+            self._tamper("%s: its %s was reported %r, not an outcome pytest gives" % (nodeid, when, outcome))
         if seen is None:
             self._tamper("%s: its %s was reported without pytest's call of it" % (nodeid, when))
         elif (seen[0] and outcome == "passed") or (seen[1] and outcome == "skipped" and not wasxfail):

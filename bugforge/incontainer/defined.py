@@ -27,7 +27,7 @@ import sys
 import types
 
 from .installed import installed_value
-from .witness import blocks
+from .witness import LOOKUP_HOOKS, blocks
 
 _MARKS = (("pytest", "mark"), ("mark",))
 _BUILTINS = frozenset(dir(builtins)) - {"__doc__", "__name__", "__spec__", "__loader__", "__package__"}
@@ -148,7 +148,9 @@ def _classes_changed(module, parsed):
         added = [  # (behaviour: functions, classes, descriptors; unittest and pytest keep data on the class)
             k
             for k, v in vars(cls).items()
-            if k not in names and not (k[:2] == "__" == k[-2:]) and (callable(v) or hasattr(type(v), "__get__"))
+            if k not in names
+            and (k in LOOKUP_HOOKS or not (k[:2] == "__" == k[-2:]))
+            and (callable(v) or hasattr(type(v), "__get__"))
         ]
         if added:
             out.append("%s.%s was given %s, which its file does not define" % (module.__name__, name, ", ".join(added)))
@@ -245,7 +247,8 @@ def collected(items, installed, root):
     """Once collection is finished: (reasons, bindings, tests, modules, shadows). bindings: (where,
     namespace, name, value), held by the monitor at each test's end; tests: (node id, its module's
     file, its def's key (file, classes, name), the collected function), for the witness; modules:
-    (module, its parsed file), for `classes_changed` at the finish; shadows: (module name, its
+    (module, its parsed file), for `classes_changed` at the finish (with the test's class: the
+    witness checks its instance's class at the test's end); shadows: (module name, its
     namespace, the builtins' names its file does not bind), which the namespace may never hold (a
     global of such a name hides the builtin from the test's code: `len`, `isinstance`, `hasattr`)."""
     cache, modules, out, tests = {}, {}, [], []
@@ -256,7 +259,9 @@ def collected(items, installed, root):
         module, path, classes, name = where
         obj = getattr(item, "obj", None)
         own = getattr(item, "module", module).__file__  # (its module ran the code the grader compiled)
-        tests.append((item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj)))
+        tests.append(
+            (item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj), getattr(item, "cls", None))
+        )
         parsed = _parse(path, cache)
         if parsed is None:
             continue

@@ -41,6 +41,7 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # defaults as a matter of course (glom through boltons' function builder)
 DIRECT = ("code.__new__", "compile", "object.__setattr__")
 SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
+TRACING = ("sys.settrace", "sys.setprofile")  # (string-compiled code on the stack counts as the tree's)
 
 
 def is_file_source(args):

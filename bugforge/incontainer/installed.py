@@ -73,15 +73,17 @@ def _files_of(value, depth=2):
         held = [value.__self__] if kind is types.MethodType else []
         cells = [c for f in fns for c in (f.__closure__ or ())]
         return [f.__code__.co_filename for f in fns] + _held_files(held + list(map(_cell, cells)), depth)
-    if issubclass(kind, type):  # (a class: its own module and functions)
-        return _class_files(value) + _held_files(list(_DICT_VALUES(_CLASS_DICT(value))), depth)
+    if issubclass(kind, type):  # (a class: its module and its classes' functions; any module name is given)
+        return _class_files(value) + _held_files(
+            [v for c in _MRO(value)[:-1] for v in _DICT_VALUES(_CLASS_DICT(c))], depth
+        )
     if _DICT_OFFSET(kind) and (_FLAGS(kind) & _IMMUTABLE or not _FLAGS(kind) & _HEAP):  # (a C object's dict:
         held = _c_dict(value)  # what it wraps, an lru_cache's __wrapped__)
         return _class_files(kind) + (_held_files(list(_DICT_VALUES(held)), depth) if type(held) is dict else [ODD])
     described = any(not plain_keys(_CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
     if not (callable(value) or described):
         return _class_files(kind) if _DICT_OFFSET(kind) else []
-    return _class_files(kind)
+    return _files_of(kind, depth)  # (a callable instance: its class, judged by its functions too)
 
 
 def _held_files(values, depth):

@@ -32,7 +32,7 @@ import sys
 import types
 
 from . import handoff, witness
-from .events import (  # noqa: F401  # (the probe imports the events from here)
+from .events import (  # (the probe imports the events from here too)
     ATTR,
     CHANNEL,
     COMPILED,
@@ -46,6 +46,7 @@ from .events import (  # noqa: F401  # (the probe imports the events from here)
     RECORD,
     SWAPS,
     TAMPER,
+    TRACING,
     WATCHED,
     is_file_source,
 )
@@ -115,7 +116,7 @@ def install(root, own_dir, installed, codes):
         return walked
 
     @own_walk
-    def culprit(frame, thread):
+    def culprit(frame, thread, strings_are_tree=False):
         """Whether the event comes from the tree's non-test code: the first frame outward from the one
         that raised it that is a file neither installed nor of the tree's tests (code compiled from a
         string is passed over; a file outside the tree and the installed directories, one written at run
@@ -128,7 +129,8 @@ def install(root, own_dir, installed, codes):
                 return untrusted(filename)
             strings = strings or not (filename.startswith("/") or id(code) in frozen)
             frame = frame.f_back
-        return strings and thread != main  # (another thread of string-compiled and installed code only: the tree's)
+        return strings and (strings_are_tree or thread != main)  # (another thread of string-compiled and installed
+        # code only is the tree's; so is such a stack that sets a trace or profile function, in any thread)
 
     @own_walk
     def direct(frame):
@@ -344,7 +346,7 @@ def install(root, own_dir, installed, codes):
                 raise Refused("the audit hook's frames are not to be read")
         else:
             reason = _judge(event, args, frame)
-            if reason and (direct(frame) if event in DIRECT else culprit(frame, thread)):
+            if reason and (direct(frame) if event in DIRECT else culprit(frame, thread, event in TRACING)):
                 tamper("code of the tree %s (%s)" % (reason, event))
                 if event in WATCHED and event not in DIRECT:  # (walking objects, frames, native code: in a
                     raise Refused("code of the tree may not do that here (%s)" % event)  # fork too, no record)

@@ -56,6 +56,21 @@ CASE_METHODS = frozenset(
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
 _MRO, _CLASS_DICT = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+# what a class can answer an instance's lookups with: a test's class may not gain one (round 13)
+LOOKUP_HOOKS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__eq__", "__bool__")
+
+
+def class_state(cls):
+    """A test's class as it runs its tests: its MRO and the lookup hooks its classes define (identities);
+    None where a namespace holds a key that is not a string (no lookup in it then)."""
+    mro = _MRO(cls)
+    if not all(all(type(k) is str for k in _CLASS_DICT(c)) for c in mro):
+        return None
+    return mro, tuple(_CLASS_DICT(c).get(n) for c in mro for n in LOOKUP_HOOKS)
+
+
+def _same(a, b):
+    return type(a) is tuple and type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _registry_vouched(case, funcs):
@@ -239,6 +254,7 @@ class Witness:
         self.strict = set()  # node ids collected as their own function (not a decorator's wrapper)
         self.exits = {}  # node id -> how its function's calls ended ([_RETURNED | _RAISED, ...])
         self.passed = set()  # node ids whose call phase pytest reported passed
+        self.classes = {}  # node id -> (its collected class, class_state then)
         self.current = None
 
     def compiled(self, module_code):
@@ -266,6 +282,11 @@ class Witness:
                 return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
             if not _registry_vouched(case, own.get("_type_equality_funcs", {})):
                 return "a test case's type-equality registry holds a function its classes do not define"
+        kind = self.classes.get(self.current)
+        if kind is not None and case is not None:  # (the collected class, its bases and hooks as collected)
+            now = class_state(kind[0])
+            if type(case) is not kind[0] or now is None or not all(map(_same, now, kind[1])):
+                return "a test ran on an instance of another class, or its class's bases or hooks changed"
         if self.current is not None and code is self.expect.get(self.current):
             self.exits.setdefault(self.current, []).append(local.get(STATE))
         return ""
@@ -274,7 +295,10 @@ class Witness:
         """tests: (node id, its module's file, its def's key, the collected function). Why a test module
         ran code the grader did not compile."""
         out = []
-        for nodeid, module_file, key, fn in tests:
+        for nodeid, module_file, key, fn, cls in tests:
+            state = class_state(cls) if issubclass(type(cls), type) else None  # (no __class__ property runs)
+            if state is not None:
+                self.classes[nodeid] = (cls, state)
             code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
             if id(code) in self.codes:
                 self.expect[nodeid] = code
@@ -293,8 +317,8 @@ class Witness:
         kind, nodeid = record.get("event"), record.get("nodeid")
         if kind == "start":
             self.current = nodeid
-        elif kind == "phase" and record.get("when") == "call" and record.get("outcome") == "passed":
-            self.passed.add(nodeid)
+        elif kind == "phase" and record.get("when") == "call" and record.get("outcome") not in ("failed", "skipped"):
+            self.passed.add(nodeid)  # (any other word could be folded as a pass: it must be earned)
 
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""

@@ -10,6 +10,7 @@ import pytest
 
 from bugforge.sandbox import attacks_round11_payloads as round11
 from bugforge.sandbox import attacks_round12_payloads as round12
+from bugforge.sandbox import attacks_round13_payloads as round13
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -151,6 +152,9 @@ MIXIN = {
     "tests/__init__.py": "class Mixin:\n    def test_bug(self):\n        import pkg\n        self.assertEqual(pkg.add(1, 2), 3)\n",
     "tests/test_it.py": "import unittest\n\nfrom . import Mixin\n\n\nclass T(unittest.TestCase, Mixin):\n    pass\n",
 }
+# round thirteen: the fresh set after round twelve's fixes (all in-process)
+ROUND13 = {n: getattr(round13, n) for n in ("TRACE_ARGUMENTS", "BASES_SWAP", "OUTCOME_WORD", "SUBCLASS_INSTANCE")}
+ROUND13.update(DUNDER_LOOKUP=round13.DUNDER_LOOKUP)
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -241,6 +245,13 @@ def test_round_eleven_is_caught(launch, name, suite):
 def test_round_twelve_is_caught(launch, name, suite):
     tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
     _caught(launch, {"pkg/__init__.py": PKG + ROUND12[name], **tests})
+
+
+@pytest.mark.parametrize("suite", [*sorted(SUITES), "mixin"])
+@pytest.mark.parametrize("name", sorted(ROUND13))
+def test_round_thirteen_is_caught(launch, name, suite):
+    tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND13[name], **tests})
 
 
 def test_a_test_inherited_from_a_mixin_passes_with_no_false_alarm(launch):
