@@ -393,5 +393,6 @@ def install(root, own_dir, installed, codes):
     hook, hook_code, serving = handoff.start(inline, judge, wanted, own_walk)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
     handoff.nondumpable()
-    frozen = handoff.frozen_codes()  # (frozen modules' code: trusted by identity, as installed files by path)
+    frozen = handoff.frozen_codes() | handoff.program_code()  # (frozen modules' code and the `-c` program
+    # that started the process: trusted by identity, as installed files by path)
     sys.addaudithook(hook)

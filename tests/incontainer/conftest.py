@@ -19,8 +19,9 @@ class Launch:
     def __init__(self, tmp_path: Path):
         self.tmp = tmp_path
 
-    def __call__(self, files: dict[str, str]):
-        """Write FILES into a tree and run its tests; (records, the completed process)."""
+    def __call__(self, files: dict[str, str], env: dict[str, str] | None = None):
+        """Write FILES into a tree and run its tests (ENV: more of the run's environment); (records, the
+        completed process)."""
         tree = self.tmp / "tree"  # the tree, and the tools outside it (as /testbed and /opt/bugforge)
         for name, text in files.items():
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
@@ -30,7 +31,13 @@ class Launch:
         (tools / "bugforge_incontainer").symlink_to(Path(incontainer.__file__).parent)
         report = self.tmp / "out" / "report.jsonl"
         report.parent.mkdir()
-        env = {**os.environ, "BUGFORGE_ROOT": str(tree), "PYTHONPATH": str(tools), "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {
+            **os.environ,
+            "BUGFORGE_ROOT": str(tree),
+            "PYTHONPATH": str(tools),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **(env or {}),
+        }
         launch = [sys.executable, "-I", "-S", str(tools / "bugforge_incontainer" / "launch.py"), str(report), "--"]
         args = probe_args(["-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"])
         r = subprocess.run([*launch, *args, "tests"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)

@@ -70,6 +70,18 @@ mock.patch.object(_pytest.runner.check_interactive_exception, "__code__", _quiet
 """
 
 
+def test_a_coverage_run_sets_its_tracer_with_no_false_alarm(launch, tmp_path):
+    """Coverage (installed code) sets its trace function from a stack whose bottom frame is start.py's
+    `python -c` program, code compiled from a string: that frame is the grader's by identity, not the
+    tree's (setting a trace from string-compiled code is the tree's: round 13)."""
+    files = {"pkg/__init__.py": "def add(a, b):\n    return a + b\n", "tests/__init__.py": ""}
+    files["tests/test_it.py"] = "from pkg import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    records, r = launch(files, env={"BUGFORGE_COVERAGE": str(tmp_path / "coverage.json")})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert launch.outcomes(records) == {"test_add": "passed"}
+    assert (tmp_path / "coverage.json").stat().st_size > 0
+
+
 def test_a_watched_functions_code_swapped_through_installed_code_is_tampering(launch):
     records, r = launch(
         {"pkg/__init__.py": SWAP_THROUGH_MOCK, "tests/test_it.py": "import pkg\n\n\ndef test_it():\n    assert pkg\n"}
