@@ -385,3 +385,7 @@ PATTERNS.update(round12.PATTERNS)
 from bugforge.sandbox import attacks_round13 as round13  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round13.PATTERNS)
+
+from bugforge.sandbox import attacks_round14 as round14  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round14.PATTERNS)

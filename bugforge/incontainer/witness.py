@@ -61,12 +61,28 @@ LOOKUP_HOOKS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__",
 
 
 def class_state(cls):
-    """A test's class as it runs its tests: its MRO and the lookup hooks its classes define (identities);
-    None where a namespace holds a key that is not a string (no lookup in it then)."""
+    """A test's class as it runs its tests: its MRO, and each of its classes' descriptors (functions,
+    properties, anything an instance's lookup binds: what `self.assertX` and the lookup hooks resolve
+    to) by name and identity; plain data (setUpClass's) may change. None where a namespace holds a key
+    that is not a string (no lookup in it then)."""
     mro = _MRO(cls)
     if not all(all(type(k) is str for k in _CLASS_DICT(c)) for c in mro):
         return None
-    return mro, tuple(_CLASS_DICT(c).get(n) for c in mro for n in LOOKUP_HOOKS)
+    found = [(k, v) for c in mro[:-1] for k, v in _CLASS_DICT(c).items() if _descriptor(v)]
+    return mro, tuple(k for k, _ in found), tuple(v for _, v in found)
+
+
+_BINDS = frozenset(map(id, (types.FunctionType, staticmethod, classmethod, property)))
+_DATA = frozenset(map(id, (type(None), bool, int, float, str, bytes, tuple, list, dict, set, frozenset)))
+
+
+def _descriptor(value):
+    """Whether a class's attribute binds on lookup (its class's namespaces read plainly: no code runs;
+    one whose keys are not all strings counts as binding)."""
+    kind = type(value)
+    if id(kind) in _BINDS or id(kind) in _DATA:
+        return id(kind) in _BINDS
+    return any(not all(type(k) is str for k in _CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
 
 
 def _same(a, b):
@@ -77,11 +93,13 @@ def _registry_vouched(case, funcs):
     """Whether a TestCase instance's type-equality registry (what assertEqual calls for a type) holds
     only what its classes vouch for: method names (TestCase's defaults) and the classes' own methods
     bound to it. Exact types and identities only: no code of the tree's objects runs here."""
-    if type(funcs) is not dict:
+    if type(funcs) is not dict:  # (TestCase.__init__ gives every instance its own; not the class's, round 14)
         return False
     own = [v for c in _MRO(type(case)) for v in _CLASS_DICT(c).values()]
+    names = {k for c in _MRO(type(case)) for k, v in _CLASS_DICT(c).items() if type(v) is types.FunctionType}
     return all(
-        type(f) is str or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
+        (type(f) is str and f in names)  # (a name the classes define a method for, not an instance's: round 14)
+        or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
         for f in funcs.values()
     )
 
@@ -278,15 +296,17 @@ class Witness:
         case = local.get("self")
         if issubclass(type(case), unittest.TestCase):  # (TestCase's own methods look these up on the instance)
             own = vars(case)
+            if type(own) is not dict:  # (a dict subclass's iteration would hide what it holds: round 14)
+                return "a test case instance's namespace is not a plain dict"
             if any(type(k) is not str for k in own) or not SHADOWABLE.isdisjoint(own):
                 return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
-            if not _registry_vouched(case, own.get("_type_equality_funcs", {})):
-                return "a test case's type-equality registry holds a function its classes do not define"
+            if not _registry_vouched(case, own.get("_type_equality_funcs")):
+                return "a test case's type-equality registry is not its own, of its classes' methods only"
         kind = self.classes.get(self.current)
         if kind is not None and case is not None:  # (the collected class, its bases and hooks as collected)
             now = class_state(kind[0])
             if type(case) is not kind[0] or now is None or not all(map(_same, now, kind[1])):
-                return "a test ran on an instance of another class, or its class's bases or hooks changed"
+                return "a test ran on an instance of another class, or its class's bases or methods changed"
         if self.current is not None and code is self.expect.get(self.current):
             self.exits.setdefault(self.current, []).append(local.get(STATE))
         return ""

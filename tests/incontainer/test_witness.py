@@ -11,6 +11,7 @@ import pytest
 from bugforge.sandbox import attacks_round11_payloads as round11
 from bugforge.sandbox import attacks_round12_payloads as round12
 from bugforge.sandbox import attacks_round13_payloads as round13
+from bugforge.sandbox import attacks_round14_payloads as round14
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -155,6 +156,8 @@ MIXIN = {
 # round thirteen: the fresh set after round twelve's fixes (all in-process)
 ROUND13 = {n: getattr(round13, n) for n in ("TRACE_ARGUMENTS", "BASES_SWAP", "OUTCOME_WORD", "SUBCLASS_INSTANCE")}
 ROUND13.update(DUNDER_LOOKUP=round13.DUNDER_LOOKUP)
+# round fourteen: the fresh set after round thirteen's fixes (all in-process)
+ROUND14 = {n: getattr(round14, n) for n in ("REGISTRY_NAME", "HIDDEN_NAMESPACE", "CLASS_NAMESPACE", "CLASS_REGISTRY")}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -252,6 +255,13 @@ def test_round_twelve_is_caught(launch, name, suite):
 def test_round_thirteen_is_caught(launch, name, suite):
     tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
     _caught(launch, {"pkg/__init__.py": PKG + ROUND13[name], **tests})
+
+
+@pytest.mark.parametrize("suite", [*sorted(SUITES), "mixin"])
+@pytest.mark.parametrize("name", sorted(ROUND14))
+def test_round_fourteen_is_caught(launch, name, suite):
+    tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
+    _caught(launch, {"pkg/__init__.py": PKG + ROUND14[name], **tests})
 
 
 def test_a_test_inherited_from_a_mixin_passes_with_no_false_alarm(launch):
