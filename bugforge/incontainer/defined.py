@@ -26,11 +26,13 @@ import os
 import sys
 import types
 
-from .installed import installed_value
-from .witness import LOOKUP_HOOKS, blocks
+from .installed import BUILTIN_NAMES, installed_value
+from .witness import blocks
 
 _MARKS = (("pytest", "mark"), ("mark",))
-_BUILTINS = frozenset(dir(builtins)) - {"__doc__", "__name__", "__spec__", "__loader__", "__package__"}
+_BUILTINS = BUILTIN_NAMES - {"__doc__", "__name__", "__spec__", "__loader__", "__package__"}  # (a module's own)
+# what a class can answer an instance's lookups with: a test's class may not gain one (round 13)
+LOOKUP_HOOKS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__eq__", "__bool__")
 _NONE = object()
 
 

@@ -4,6 +4,7 @@ bindings (defined.py) allow a change only to a value whose behaviour, and what i
 The monitor runs these in its own thread on the tree's values: exact types and C-level reads only, no
 method of a value's class runs. Python 3.9, standard library only."""
 
+import builtins
 import functools
 import itertools
 import operator
@@ -41,8 +42,8 @@ def installed_dirs(root):
     return tuple(d.rstrip("/") + "/" for d in dirs if not (d + "/").startswith(root))
 
 
-_MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
-_CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
+MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
+CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
 _MODULE_OF, ODD = type.__dict__["__module__"].__get__, "<a value whose class cannot be read plainly>"
 _FLAGS, _IMMUTABLE, _HEAP = type.__dict__["__flags__"].__get__, 1 << 8, 1 << 9  # (C types: immutable or static)
 
@@ -51,7 +52,10 @@ def _c_dict(value):
     return object.__getattribute__(value, "__dict__")  # (generic and C: a C type's own `__dict__`)
 
 
-_DICT_VALUES = operator.methodcaller("values")  # (of an exact dict or a class's mappingproxy: C)
+_DICT_VALUES = operator.methodcaller("values")
+BUILTIN_NAMES = frozenset(
+    dir(builtins)
+)  # (a module's global of such a name hides the builtin from its code)  # (of an exact dict or a class's mappingproxy: C)
 
 
 def _files_of(value, depth=2):
@@ -75,15 +79,21 @@ def _files_of(value, depth=2):
         return [f.__code__.co_filename for f in fns] + _held_files(held + list(map(_cell, cells)), depth)
     if issubclass(kind, type):  # (a class: its module and its classes' functions; any module name is given)
         return _class_files(value) + _held_files(
-            [v for c in _MRO(value)[:-1] for v in _DICT_VALUES(_CLASS_DICT(c))], depth
+            [v for c in MRO(value)[:-1] for v in _DICT_VALUES(CLASS_DICT(c))], depth
         )
     if _DICT_OFFSET(kind) and (_FLAGS(kind) & _IMMUTABLE or not _FLAGS(kind) & _HEAP):  # (a C object's dict:
         held = _c_dict(value)  # what it wraps, an lru_cache's __wrapped__)
         return _class_files(kind) + (_held_files(list(_DICT_VALUES(held)), depth) if type(held) is dict else [ODD])
-    described = any(not plain_keys(_CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
+    described = binds(kind)
     if not (callable(value) or described):
         return _class_files(kind) if _DICT_OFFSET(kind) else []
     return _files_of(kind, depth)  # (a callable instance: its class, judged by its functions too)
+
+
+def binds(kind):
+    """Whether a class's instances are descriptors (a `__get__` somewhere in its MRO), its namespaces read
+    plainly (no code runs); one whose namespace holds a key that is not a string counts as binding."""
+    return any(not plain_keys(CLASS_DICT(c)) or "__get__" in CLASS_DICT(c) for c in MRO(kind))
 
 
 def _held_files(values, depth):
@@ -102,7 +112,7 @@ def _class_files(cls):
     """The file of the module a class names (none for a built-in module's), read plainly; ODD where a
     namespace on the way holds a key that is not a string or a value of an unexpected type."""
     modules = sys.modules
-    if not plain_keys(_CLASS_DICT(cls)) or not plain_keys(modules):
+    if not plain_keys(CLASS_DICT(cls)) or not plain_keys(modules):
         return [ODD]
     name = _MODULE_OF(cls)  # (C: the class's `__module__`, or a built-in type's)
     module = modules.get(name) if type(name) is str else ODD

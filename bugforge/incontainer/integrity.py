@@ -16,14 +16,13 @@ The monitor runs `compare` before the first test, after each and at the finish (
 late reporting hook of the project's non-test code, the probe's hooks unregistered, a test with more
 than one outcome or none). docs/security.md says what this catches. Python 3.9, standard library."""
 
-import builtins
 import itertools
 import operator
 import os
 import sys
 import types
 
-from .installed import functions_of, installed_dirs, installed_value, plain_keys
+from .installed import BUILTIN_NAMES, functions_of, installed_dirs, installed_value, plain_keys
 
 RUNNER = ("pytest", "_pytest", "pluggy", "bugforge_incontainer")
 # the standard library's own assertions (unittest's TestCase), loaded by start.py before the tree
@@ -42,7 +41,7 @@ STRICT = (
 )  # fmt: skip
 # plain data a strict namespace of the assertions may be given (settings such as TestCase.maxDiff): no behaviour
 _SETTING_IDS = frozenset(map(id, (type(None), bool, int, float, str)))
-_MISSING, _BUILTIN_NAMES = object(), frozenset(dir(builtins))  # (a module's global of such a name hides it)
+_MISSING = object()
 HOOKS = (
     "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
     "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus", "pytest_pyfunc_call",
@@ -98,7 +97,7 @@ def _entry_problems(entry, installed, root):
         now = namespace.get(key)
         if type(now) is types.ModuleType or key == "__warningregistry__":
             continue  # a submodule imported since; the warnings module's own registry
-        if type(owner) is types.ModuleType and key in _BUILTIN_NAMES:
+        if type(owner) is types.ModuleType and key in BUILTIN_NAMES:
             out.append("%s.%s was added during the run, shadowing the builtin" % (where, key))
         elif not installed_value(now, installed, root) or (strict and (key.startswith("__") or _shadows(owner, key))):
             out.append("%s.%s was added during the run" % (where, key))

@@ -13,6 +13,7 @@ import os
 import traceback
 
 MARK = ">>>>>"  # what every marker of the harness starts with
+SWEPT, TAMPERED = "bugforge-sweep: ", "bugforge-tamper: "  # the diagnostics' prefixes
 
 
 def shown(text):

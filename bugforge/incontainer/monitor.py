@@ -50,10 +50,9 @@ from .events import (  # (the probe imports the events from here too)
     WATCHED,
     is_file_source,
 )
-from .installed import plain_keys
+from .installed import CLASS_DICT, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
 
 CODE, FRAME = types.CodeType, types.FrameType
-CLASS_DICT = type.__dict__["__dict__"].__get__  # (a class's own namespace: no metaclass code)
 _STARTED = []  # one install per process
 
 

@@ -21,12 +21,10 @@ import os
 import sys
 
 if __package__:  # imported (the host's tests)
-    from .lines import guarded, say, shown, status
+    from .lines import TAMPERED, guarded, say, shown, status
 else:  # run as a script: -I puts no script's directory on sys.path (as launch.py)
     sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    from bugforge_incontainer.lines import guarded, say, shown, status  # noqa: E402
-
-TAMPERED = "bugforge-tamper: "
+    from bugforge_incontainer.lines import TAMPERED, guarded, say, shown, status  # noqa: E402
 
 
 def _lines(path, split=str.splitlines):

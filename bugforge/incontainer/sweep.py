@@ -26,13 +26,12 @@ import sysconfig
 import tokenize
 
 if __package__:  # imported (the host's tests)
-    from .lines import guarded, say, shown
+    from .lines import SWEPT, TAMPERED, guarded, say, shown
 else:  # run as a script: -I puts no script's directory on sys.path (as launch.py)
     sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-    from bugforge_incontainer.lines import guarded, say, shown  # noqa: E402
+    from bugforge_incontainer.lines import SWEPT, TAMPERED, guarded, say, shown  # noqa: E402
 
 TAMPER = 95
-SWEPT, TAMPERED = "bugforge-sweep: ", "bugforge-tamper: "  # every line's prefix
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
 # names that change how Python or pytest start, or that pytest and the graders take for tests, wherever they are
 PLANTED = re.compile(

@@ -27,6 +27,8 @@ import sys
 import types
 import unittest
 
+from .installed import CLASS_DICT, MRO, binds, plain_keys
+
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
 STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
 _RETURNED, _RAISED = 1, 2
@@ -55,9 +57,6 @@ CASE_METHODS = frozenset(
 )
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
-_MRO, _CLASS_DICT = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
-# what a class can answer an instance's lookups with: a test's class may not gain one (round 13)
-LOOKUP_HOOKS = ("__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__eq__", "__bool__")
 
 
 def class_state(cls):
@@ -65,10 +64,10 @@ def class_state(cls):
     properties, anything an instance's lookup binds: what `self.assertX` and the lookup hooks resolve
     to) by name and identity; plain data (setUpClass's) may change. None where a namespace holds a key
     that is not a string (no lookup in it then)."""
-    mro = _MRO(cls)
-    if not all(all(type(k) is str for k in _CLASS_DICT(c)) for c in mro):
+    mro = MRO(cls)
+    if not all(plain_keys(CLASS_DICT(c)) for c in mro):
         return None
-    found = [(k, v) for c in mro[:-1] for k, v in _CLASS_DICT(c).items() if _descriptor(v)]
+    found = [(k, v) for c in mro[:-1] for k, v in CLASS_DICT(c).items() if _descriptor(v)]
     return mro, tuple(k for k, _ in found), tuple(v for _, v in found)
 
 
@@ -82,7 +81,7 @@ def _descriptor(value):
     kind = type(value)
     if id(kind) in _BINDS or id(kind) in _DATA:
         return id(kind) in _BINDS
-    return any(not all(type(k) is str for k in _CLASS_DICT(c)) or "__get__" in _CLASS_DICT(c) for c in _MRO(kind))
+    return binds(kind)
 
 
 def _same(a, b):
@@ -95,8 +94,9 @@ def _registry_vouched(case, funcs):
     bound to it. Exact types and identities only: no code of the tree's objects runs here."""
     if type(funcs) is not dict:  # (TestCase.__init__ gives every instance its own; not the class's, round 14)
         return False
-    own = [v for c in _MRO(type(case)) for v in _CLASS_DICT(c).values()]
-    names = {k for c in _MRO(type(case)) for k, v in _CLASS_DICT(c).items() if type(v) is types.FunctionType}
+    items = [(k, v) for c in MRO(type(case)) for k, v in CLASS_DICT(c).items()]
+    own = [v for _, v in items]
+    names = {k for k, v in items if type(v) is types.FunctionType}
     return all(
         (type(f) is str and f in names)  # (a name the classes define a method for, not an instance's: round 14)
         or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
