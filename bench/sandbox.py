@@ -15,6 +15,7 @@ Figures: docs/figures.md, "Sandbox".
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -24,8 +25,12 @@ import threading
 import time
 from pathlib import Path
 
+import docker.errors
+
 from bugforge.cli.demo import free_port
 from bugforge.engine import client
+from bugforge.errors import BugforgeError
+from bugforge.images import build_image
 from bugforge.sandbox.runtime import Runtime, SandboxConfig
 
 
@@ -83,24 +88,20 @@ def bench_service(image: str, n: int):
         p.wait(30)
 
 
-def bench_swerex(image: str, n: int):
-    """SWE-ReX in the same image: install it into a derived image, run its server, time run_in_session."""
-    try:
-        import swerex  # noqa: F401
-    except ImportError:
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "swe-rex"], capture_output=True, text=True)
-        if r.returncode:
-            return None, "pip install swe-rex failed: " + r.stderr.strip().splitlines()[-1]
-    import asyncio
+def bench_swerex(image: str, n: int) -> tuple[list[float] | None, str]:
+    """SWE-ReX in the same image: install it into a derived image, run its server, time run_in_session.
 
-    from bugforge.images import build_image
-
+    (latencies in ms, "") when it ran; (None, why) when it could not be installed or did not run.
+    """
+    why = _install_swerex()
+    if why:
+        return None, why
     tag = "bugforge/bench-swerex:" + image.split(":")[-1][:60]
     try:
         build_image(
             {"Dockerfile": f"FROM {image}\nRUN pip install -q swe-rex\n".encode()}, tag, what="the SWE-ReX image"
         )
-    except Exception as e:
+    except (BugforgeError, docker.errors.DockerException, OSError) as e:
         return None, f"could not install SWE-ReX in the image: {e}"
     port = free_port()
     c = client().containers.run(
@@ -111,33 +112,44 @@ def bench_swerex(image: str, n: int):
         stop_signal="SIGKILL",
     )
     try:
-        from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
-        from swerex.runtime.remote import RemoteRuntime
-
-        rt = RemoteRuntime(host="http://127.0.0.1", port=port, auth_token="t")
-
-        async def go():
-            for _ in range(100):
-                try:
-                    if await rt.is_alive():
-                        break
-                except Exception:
-                    pass
-                await asyncio.sleep(0.2)
-            await rt.create_session(CreateBashSessionRequest())
-            lat = []
-            for i in range(n + 5):
-                t = time.perf_counter()
-                await rt.run_in_session(BashAction(command="true"))
-                if i >= 5:
-                    lat.append((time.perf_counter() - t) * 1000)
-            return lat
-
-        return asyncio.run(go()), ""
-    except Exception as e:
+        return asyncio.run(_swerex_latencies(port, n)), ""
+    except Exception as e:  # noqa: BLE001 - SWE-ReX's client re-raises whatever its server raised; any failure is this column's note
         return None, f"SWE-ReX did not run: {type(e).__name__}: {e}"
     finally:
         c.remove(force=True)
+
+
+def _install_swerex() -> str:
+    """Make SWE-ReX's client importable here (pip install when it is not); "" on success, else why not."""
+    try:
+        import swerex  # noqa: F401
+    except ImportError:
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "swe-rex"], capture_output=True, text=True)
+        if r.returncode:
+            return "pip install swe-rex failed: " + r.stderr.strip().splitlines()[-1]
+    return ""
+
+
+async def _swerex_latencies(port: int, n: int) -> list[float]:
+    """Wait up to 20 s for the SWE-ReX server on `port`, open a bash session, and time `n` runs of `true`
+    (after 5 unmeasured), in ms."""
+    from swerex.runtime.abstract import BashAction, CreateBashSessionRequest
+    from swerex.runtime.remote import RemoteRuntime
+
+    rt = RemoteRuntime(host="http://127.0.0.1", port=port, auth_token="t")
+    for _ in range(100):
+        # is_alive answers "not alive" while the server cannot be reached; it raises only what the server raised
+        if await rt.is_alive():
+            break
+        await asyncio.sleep(0.2)
+    await rt.create_session(CreateBashSessionRequest())
+    lat = []
+    for i in range(n + 5):
+        t = time.perf_counter()
+        await rt.run_in_session(BashAction(command="true"))
+        if i >= 5:
+            lat.append((time.perf_counter() - t) * 1000)
+    return lat
 
 
 def bench_starts(image: str, k: int):
