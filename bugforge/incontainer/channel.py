@@ -103,29 +103,36 @@ class Collector:
             timeout = 0.0
 
     def _take_one(self):
+        record = self._receive()
+        if record is not None:
+            self._dispatch(record)
+
+    def _receive(self):
+        """The next record, authentic and from the test process, or None (nothing waiting, the other end
+        closed, or a record refused as tampering)."""
         try:
             data, anc, _flags, _addr = self.sock.recvmsg(_MAX, socket.CMSG_SPACE(_UCRED.size))
         except (BlockingIOError, InterruptedError):
-            return
+            return None
         except ConnectionResetError:  # the other end closed with the token unread: it sent nothing
             self.closed = True
-            return
+            return None
         if not data:  # every copy of the other end is closed
             self.closed = True
-            return
+            return None
         pid = None
         for level, kind, cred in anc:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(cred) >= _UCRED.size:
                 pid = _UCRED.unpack(cred[: _UCRED.size])[0]
         if pid != self.pid:
             self._tamper("a record came from process %s, not the test process %s" % (pid, self.pid))
-            return
+            return None
         if self.finished:
             self._tamper("a record arrived after the test session finished")
-            return
-        record = self._authentic(data)
-        if record is None:
-            return
+            return None
+        return self._authentic(data)
+
+    def _dispatch(self, record):
         event = record.get("event")
         if event == "call":
             key = (record.get("nodeid"), record.get("when"))

@@ -22,36 +22,8 @@ def run_child(server, req, log, guard, collector, theirs, plan=None):
     guard: the Guard of the run's user, or None; collector, theirs: the verdict channel's two ends
     (channel.py), the collector reading while the run goes; plan: what LiveCode.swap swaps in first."""
     pid = os.fork()
-    if pid == 0:  # child: a fresh process group, output to the log, run pytest, never return
-        try:
-            collector.forget()  # (its report's descriptor too: the run must not write there)
-            os.setsid()
-            os.chdir(req.cwd)
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)  # the server's request stream is not the run's to read
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            if guard:
-                guard.drop_privileges()
-            os.environ.update(req.env)
-            os.environ[ENV] = str(theirs.fileno())
-            sys.dont_write_bytecode = True
-            sys.path[:0] = [p for p in req.env.get("PYTHONPATH", "").split(":") if p]
-            if plan and not server.live.swap(plan):
-                os._exit(NOT_SWAPPABLE)
-            module = sys.modules.get(PROBE)
-            probe = module.plugin if module is not None else None
-            if probe is not None:  # loaded by the server, without a channel: this run's channel and limits,
-                probe.reopen()  # then the probe's state as this run starts, for the monitor
-                probe.pin()
-            held = probe is not None and server.held.covers(req.args)
-            code = server.held.run(probe, fd) if held else pytest.main(req.args)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(int(code))
-        except BaseException:
-            os._exit(99)
+    if pid == 0:  # child: never returns
+        _child(server, req, log, guard, collector, theirs, plan)
     theirs.close()
     collector.expect(pid)
     deadline = time.monotonic() + float(req.timeout)
@@ -75,3 +47,36 @@ def run_child(server, req, log, guard, collector, theirs, plan=None):
         pass
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
     return code, timed_out
+
+
+def _child(server, req, log, guard, collector, theirs, plan):
+    """The forked child: a fresh process group, output to the log, the run's user, pytest; exits."""
+    try:
+        collector.forget()  # (its report's descriptor too: the run must not write there)
+        os.setsid()
+        os.chdir(req.cwd)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the server's request stream is not the run's to read
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        if guard:
+            guard.drop_privileges()
+        os.environ.update(req.env)
+        os.environ[ENV] = str(theirs.fileno())
+        sys.dont_write_bytecode = True
+        sys.path[:0] = [p for p in req.env.get("PYTHONPATH", "").split(":") if p]
+        if plan and not server.live.swap(plan):
+            os._exit(NOT_SWAPPABLE)
+        module = sys.modules.get(PROBE)
+        probe = module.plugin if module is not None else None
+        if probe is not None:  # loaded by the server, without a channel: this run's channel and limits,
+            probe.reopen()  # then the probe's state as this run starts, for the monitor
+            probe.pin()
+        held = probe is not None and server.held.covers(req.args)
+        code = server.held.run(probe, fd) if held else pytest.main(req.args)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(code))
+    except BaseException:  # noqa: BLE001 (whatever the run raised, the child exits, never returns to the server's loop)
+        os._exit(99)

@@ -93,26 +93,27 @@ def _imports(tree):
     """Top-level names bound by an import (module, attribute or None) and bound nowhere else."""
     bound, counts = {}, {}
     for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                name = a.asname or a.name.partition(".")[0]
-                bound[name] = (a.name if a.asname else name, None)
-                names.append(name)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for a in node.names:
-                if a.name != "*":
-                    bound[a.asname or a.name] = (node.module, a.name)
-                    names.append(a.asname or a.name)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.append(node.id)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.extend(node.names)
-        for n in names:
-            counts[n] = counts.get(n, 0) + 1
+        for name, where in _binds(node):
+            if where is not None:
+                bound[name] = where
+            counts[name] = counts.get(name, 0) + 1
     return {n: where for n, where in bound.items() if counts.get(n) == 1}
+
+
+def _binds(node):
+    """[(name, (module, attribute or None) for an import's binding, else None)] of what `node` binds."""
+    if isinstance(node, ast.Import):
+        return [((a.asname or a.name.partition(".")[0]), (a.name if a.asname else a.name.partition(".")[0], None))
+                for a in node.names]  # fmt: skip
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [(a.asname or a.name, (node.module, a.name)) for a in node.names if a.name != "*"]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [(node.name, None)]
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [(node.id, None)]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return [(n, None) for n in node.names]
+    return []
 
 
 def _class_names(node):

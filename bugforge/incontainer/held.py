@@ -48,7 +48,7 @@ class Held:
         try:
             config.hook.pytest_runtestloop(session=session)
             status = 1 if session.testsfailed else 0 if items else 5
-        except BaseException:  # an interrupt (-x, a test raising KeyboardInterrupt or pytest.exit)
+        except BaseException:  # noqa: BLE001 (an interrupt: -x, a test raising KeyboardInterrupt or pytest.exit)
             status = 2
         config.hook.pytest_sessionfinish(session=session, exitstatus=status)
         config._ensure_unconfigure()

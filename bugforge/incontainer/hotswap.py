@@ -49,31 +49,12 @@ class LiveCode:
             if real not in self.sources:
                 continue  # not imported by this server: the run imports it fresh
             fname, old_src = self.sources[real]
-            try:
-                fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as f:
-                    if not os.path.isfile(real):
-                        return None
-                    new_src = f.read(10**7)
-                old = compile(old_src, fname, "exec", dont_inherit=True)
-                new = compile(new_src, fname, "exec", dont_inherit=True)
-            except Exception:
+            found = _file_plan(real, fname, old_src)
+            if found is None:
                 return None
-            pairs = []
-            if not _pair(old, new, pairs):
-                # a signature whose literal default changed, or methods that changed places: the module
-                # compiles the same but for that value, or that order
-                try:
-                    text = new_src.decode("utf-8")
-                    changes = literal_default_changes(old_src, text)
-                    moved = not changes and moved_methods(old_src, text)
-                except Exception:  # (a source too deep to walk, or not UTF-8)
-                    return None
-                pairs = []
-                if not (changes or moved) or not _pair(old, new, pairs, loose=True):
-                    return None
-                for ch in changes:
-                    plan[("defaults", fname, ch.name, ch.first_line)] = ch
+            pairs, changes = found
+            for ch in changes:
+                plan[("defaults", fname, ch.name, ch.first_line)] = ch
             for o, n in pairs:
                 key = (fname, o.co_name, o.co_firstlineno, o.co_code)
                 if plan.get(key, n) is not n:
@@ -93,6 +74,36 @@ class LiveCode:
                 if fn.__code__.co_code == key[3]:
                     fn.__code__ = new
         return True
+
+
+def _file_plan(real, fname, old_src):
+    """([(old code, new code)], [DefaultChange]) for the file at `real` (imported from `old_src`), or None
+    where its new source cannot be swapped in."""
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not os.path.isfile(real):
+                return None
+            new_src = f.read(10**7)
+        old = compile(old_src, fname, "exec", dont_inherit=True)
+        new = compile(new_src, fname, "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 (unreadable or not compilable, for whatever reason: the run imports it fresh)
+        return None
+    pairs = []
+    if _pair(old, new, pairs):
+        return pairs, []
+    # a signature whose literal default changed, or methods that changed places: the module compiles the
+    # same but for that value, or that order
+    try:
+        text = new_src.decode("utf-8")
+        changes = literal_default_changes(old_src, text)
+        moved = not changes and moved_methods(old_src, text)
+    except Exception:  # noqa: BLE001 (a source too deep to walk, or not UTF-8: the run imports it fresh)
+        return None
+    pairs = []
+    if not (changes or moved) or not _pair(old, new, pairs, loose=True):
+        return None
+    return pairs, changes
 
 
 def changes_defaults(plan):

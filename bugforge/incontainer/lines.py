@@ -47,7 +47,7 @@ def guarded(main, prefix, *args):
     path or a name, with its `>`, as it is); exits 1 then."""
     try:
         return main(*args)
-    except Exception:
+    except Exception:  # noqa: BLE001 (any error: its traceback, escaped, and exit 1)
         for line in traceback.format_exc().splitlines():
             say(prefix + shown(line), 2)
         return 1

@@ -70,7 +70,7 @@ class Watcher:
         if isinstance(cls, type):
             try:
                 self.watch(cls, func.__code__.co_filename)
-            except Exception:  # (a class this cannot watch stays as it was, unwatched)
+            except Exception:  # noqa: BLE001 (a class this cannot watch stays as it was, unwatched)
                 pass
         return cls
 

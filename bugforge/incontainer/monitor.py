@@ -60,7 +60,7 @@ class Refused(Exception):
     """An event the monitor refuses: raised in the thread that raised it, as a PermissionError."""
 
 
-def install(root, own_dir, installed, codes):
+def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closure: its state is in no namespace)
     """Add the hook (once per process). root: the tree; own_dir: the probe's package directory;
     installed: directories of installed code; codes: the code objects of the probe's own functions that
     alone may raise each event ({RECORD: Report.emit, CHANNEL: channel.sender, PIN: Probe.pin, ITEMS:
@@ -268,7 +268,7 @@ def install(root, own_dir, installed, codes):
             return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
         return []
 
-    def _handle(event, args, frame, thread):
+    def _handle(event, args, frame, thread):  # noqa: C901, PLR0915 (one branch per event the monitor judges)
         """frame: the frame that raised the event (sys.audit's caller); thread: its thread's ident."""
         if event == RECORD:
             # (a copy in exact types, by json's C code: a node id of the tree's str subclass would run
@@ -354,7 +354,7 @@ def install(root, own_dir, installed, codes):
         """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
         return len(args) > i and type(args[i]) is str
 
-    def _judge(event, args, frame):
+    def _judge(event, args, frame):  # noqa: C901 (one branch per event judged by what it does)
         if event in WATCHED:
             return WATCHED[event]
         if event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS:

@@ -180,7 +180,7 @@ def _end(status):
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:
+        except Exception:  # noqa: BLE001 (a stream the tree replaced: the exit goes on)
             pass
     os._exit(status)
 

@@ -291,21 +291,14 @@ def _tracked_under(directory):
 
 def check(manifest, commit, test_files):
     untracked, control = _read(manifest)
-    tamper = []
     now_control = _git_control()
-    for p in sorted(set(control) | set(now_control)):
-        if control.get(p) != now_control.get(p):
-            tamper.append("git's own file %s changed" % p)
+    tamper = ["git's own file %s changed" % p for p in sorted(set(control) | set(now_control))
+              if control.get(p) != now_control.get(p)]  # fmt: skip
     if tamper:  # git itself cannot be trusted to restore anything now
         return tamper
-    now = _untracked()
-    new = [p for p in now if p not in untracked]
-    links = [p for p in new if os.path.islink(p)]
-    if links:  # a link can stand in for a directory git would restore through
-        return ["added a symbolic link %s -> %s" % (p, os.readlink(p)) for p in links]
-    nested = [p for p in new if p.endswith("/")]
-    if nested:  # git lists a repository inside the tree as one entry and shows none of its files
-        return ["added a git repository inside the tree at %s" % p for p in nested]
+    refused = _refused_additions([p for p in _untracked() if p not in untracked])
+    if refused:
+        return refused
     _restore(commit, test_files)
     now = _untracked()  # again: a restore can replace a directory the patch made where a tracked file was
     new = [p for p in now if p not in untracked]
@@ -314,19 +307,35 @@ def check(manifest, commit, test_files):
     for p in now:
         if p in untracked and _digest(p) != untracked[p]:
             tamper.append("changed %s, which git does not track" % p)
+    kept = _sweep_new(new, test_files)
+    changed = _git("diff", "--name-only", "-z", "--no-renames", check=False).decode("utf-8", "surrogateescape")
+    changes = {p: _added_lines(p, False) for p in changed.split("\0") if p}
+    changes.update({p: _added_lines(p, True) for p in kept})
+    return tamper + shadowing(kept, outside_names(os.getcwd())) + audit(changes, test_files)
+
+
+def _refused_additions(new):
+    """What of the new untracked paths `new` stops the sweep before git restores anything."""
+    links = [p for p in new if os.path.islink(p)]
+    if links:  # a link can stand in for a directory git would restore through
+        return ["added a symbolic link %s -> %s" % (p, os.readlink(p)) for p in links]
+    # git lists a repository inside the tree as one entry and shows none of its files
+    return ["added a git repository inside the tree at %s" % p for p in new if p.endswith("/")]
+
+
+def _sweep_new(new, test_files):
+    """Remove the new files no patch may add (planted, generated, ignored, under a test directory: the
+    tests are the instance's, as committed); the others, kept."""
     ignored = _ignored(new)
     test_dirs = dirs_of_tests(test_files)
     kept = []
-    for p in new:  # (a new file under a test directory: the tests are the instance's, as committed)
+    for p in new:
         if PLANTED.search(p) or GENERATED.search(p) or p in ignored or any(p.startswith(d + "/") for d in test_dirs):
             os.remove(p)
             say(SWEPT + shown("removed %s" % p))
         else:
             kept.append(p)
-    changed = _git("diff", "--name-only", "-z", "--no-renames", check=False).decode("utf-8", "surrogateescape")
-    changes = {p: _added_lines(p, False) for p in changed.split("\0") if p}
-    changes.update({p: _added_lines(p, True) for p in kept})
-    return tamper + shadowing(kept, outside_names(os.getcwd())) + audit(changes, test_files)
+    return kept
 
 
 def reset(manifest):

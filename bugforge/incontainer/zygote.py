@@ -52,56 +52,49 @@ class Server:
                 continue
             try:
                 resp = self.serve_one(Request.from_json(line))
-            except Exception as e:  # answer, never die
+            except Exception as e:  # noqa: BLE001 (answer every request, never die: the error is the answer)
                 resp = Response(error="%s: %s" % (type(e).__name__, e))
             self.answer(resp)
 
     def serve_one(self, req):
-        cwd = req.cwd
         if req.preload:
             return preload(self, req)
-        if req.guard:  # before any run: the tree as every restore leaves it
-            if req.after:
-                sh(req.after, cwd)
-            self.guards[req.guard] = Guard(req.guard, cwd, req.need("out"))
-            return Response(guarded=req.guard)
+        if req.guard:
+            return self._guard(req)
         for path, text in req.files.items():
             write_fresh(path, text)
         if req.before:
-            sh(req.before, cwd)
+            sh(req.before, req.cwd)
         out = Response(setup_rc=0)
         if req.setup:
-            rc, log = sh(req.setup, cwd)
+            rc, log = sh(req.setup, req.cwd)
             if rc != 0:
                 return Response(setup_rc=rc, setup_log=log[-3000:])
         if req.capture:
-            out.captured = sh(req.capture, cwd, capture=True)[1]
+            out.captured = sh(req.capture, req.cwd, capture=True)[1]
         if req.args is not None:
             return self._run(req, out)
         if req.after:
-            sh(req.after, cwd)
+            sh(req.after, req.cwd)
         return out
+
+    def _guard(self, req):
+        """A guard for the run's user, made before any run: the tree as every restore leaves it."""
+        if req.after:
+            sh(req.after, req.cwd)
+        self.guards[req.guard] = Guard(req.guard, req.cwd, req.need("out"))
+        return Response(guarded=req.guard)
 
     def _run(self, req, out):
         plan = self.live.plan(req.hot, req.cwd) if req.hot is not None else None
         if self.live.sources and plan is None:  # this server's imports would be stale for this change
             out.not_swappable = True
             return out
-        report = req.need("report")
-        log = report + ".log"
-        for p in (report, log):
-            if os.path.lexists(p):
-                os.remove(p)
         user = req.user
         if user and user not in self.guards:  # a snapshot taken now would hold this request's set-up tree
             raise RuntimeError("a run as %s needs a guard request first, while the tree is clean" % user)
         guard = self.guards.get(user)
-        write_fresh(report, "")  # root's: the collector writes it
-        if self.cache:  # the cache as the preload left it (this server's first run)
-            self.cache.remember()
-        marker = os.path.join(os.path.dirname(report), ".since")
-        write_fresh(marker, "")
-        since = os.lstat(marker).st_ctime_ns
+        report, log, since = self._fresh_report(req)
         mine, theirs = pair()
         collector = Collector(mine, report)
         code, timed_out = run_child(self, req, log, guard, collector, theirs, plan)
@@ -120,6 +113,21 @@ class Server:
         if guard:
             out.tainted = guard.check(since)
         return out
+
+    def _fresh_report(self, req):
+        """(report, log, ctime in ns before the run): the run's report (root's: the collector writes it)
+        and log, new files."""
+        report = req.need("report")
+        log = report + ".log"
+        for p in (report, log):
+            if os.path.lexists(p):
+                os.remove(p)
+        write_fresh(report, "")
+        if self.cache:  # the cache as the preload left it (this server's first run)
+            self.cache.remember()
+        marker = os.path.join(os.path.dirname(report), ".since")
+        write_fresh(marker, "")
+        return report, log, os.lstat(marker).st_ctime_ns
 
 
 def freeze():
