@@ -6,10 +6,15 @@ is the one clean-up routine every component calls (sandbox runtime and service, 
 a bugforge container only when its owner is provably gone (same host, and no such process, or a
 process of that id that started at another time). A container of a live process, of another host, or
 without owner labels is never touched, so starting or stopping one bugforge process never removes
-another live process's containers."""
+another live process's containers.
+
+Which engine: `select(name)` (or BUGFORGE_ENGINE; default "docker") names it for the whole process, one of
+ENGINES; "podman" is Podman's Docker-compatible API, with the explicit code where it is not compatible in
+bugforge.podman. Everything that talks to an engine goes through `client()`."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -21,6 +26,7 @@ import docker.errors
 
 from bugforge.errors import BugforgeError
 
+ENGINES = ("docker", "podman")
 SETUP_HINT = "start one with `sudo bash scripts/setup-engine.sh` (installs Debian's docker.io and runs dockerd)"
 MIN_FREE_GB = 5.0
 LABEL = "bugforge"  # every container bugforge starts carries this label, so orphans can be found
@@ -29,9 +35,47 @@ HOST = socket.gethostname()
 log = logging.getLogger("bugforge.engine")
 
 
-@functools.cache
+_selected: list[str] = []  # select()'s choice; empty: BUGFORGE_ENGINE, else docker
+
+
+def select(name: str | None) -> None:
+    """Make `name` (one of ENGINES) the engine `client()` returns, for the whole process; None: the default
+    again (BUGFORGE_ENGINE, else docker)."""
+    if name is not None and name not in ENGINES:
+        raise BugforgeError(f"unknown container engine {name!r}", f"use one of {', '.join(ENGINES)}")
+    _selected[:] = [name] if name else []
+
+
+@contextlib.contextmanager
+def using(name: str):
+    """select(name) for the block (which gets its client()), then the previous choice again."""
+    saved = list(_selected)
+    select(name)
+    try:
+        yield client()
+    finally:
+        _selected[:] = saved
+
+
+def selected() -> str:
+    """The engine client() connects to: select()'s choice, else BUGFORGE_ENGINE, else "docker"."""
+    name = _selected[0] if _selected else os.environ.get("BUGFORGE_ENGINE") or "docker"
+    if name not in ENGINES:
+        raise BugforgeError(f"BUGFORGE_ENGINE={name!r} is no engine", f"use one of {', '.join(ENGINES)}")
+    return name
+
+
 def client(timeout: int = 300) -> docker.DockerClient:
-    """A client for the local engine; raises BugforgeError with a fix when no engine answers."""
+    """A client for the selected engine (selected()); raises BugforgeError with a fix when none answers."""
+    return _client(selected(), timeout)
+
+
+@functools.cache
+def _client(name: str, timeout: int) -> docker.DockerClient:
+    if name == "podman":
+        from bugforge import podman
+
+        return podman.connect(timeout)
     try:
         c = docker.from_env(version="auto", timeout=timeout)
         c.ping()

@@ -26,4 +26,7 @@ if ! command -v bwrap >/dev/null 2>&1; then  # the process backend's confinement
   { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap; } >/dev/null 2>&1 \
     || echo "setup: could not install Debian's bubblewrap (the process backend refuses without it)" >&2
 fi
+if [ "$(id -u)" = 0 ]; then  # rootless Podman for the podman backend (tests/sandbox/test_podman_backend.py)
+  bash scripts/setup-podman.sh >/dev/null || echo "setup: rootless Podman not set up (the podman backend's tests will skip)" >&2
+fi
 bugforge images build

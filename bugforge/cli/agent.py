@@ -7,7 +7,16 @@ from pathlib import Path
 
 from bugforge.agent import AgentConfig, ChatPolicy
 from bugforge.agent.run import run_dataset
-from bugforge.cli.common import Bars, check_port, console, default_of, load_dataset, load_instances, log
+from bugforge.cli.common import (
+    Bars,
+    check_port,
+    console,
+    default_of,
+    load_dataset,
+    load_instances,
+    log,
+    use_engine,
+)
 from bugforge.errors import BugforgeError
 
 
@@ -48,10 +57,11 @@ def configure_run_agent(ra) -> None:
     ra.add_argument("--sandbox-token")
     ra.add_argument(
         "--backend",
-        choices=["docker", "process"],
+        choices=["docker", "podman", "process"],
         default="docker",
-        help="sessions in containers, or with no engine in bubblewrap from --rootfs (process: episodes are graded "
-        "in a fresh copy of the tree when this runs as root, else not graded here; docs/sandbox.md)",
+        help="sessions in containers (Docker, or rootless Podman through its Docker-compatible API), or with no engine "
+        "in bubblewrap from --rootfs (process: episodes are graded in a fresh copy of the tree when this runs as "
+        "root, else not graded here; docs/sandbox.md)",
     )
     ra.add_argument("--rootfs", metavar="DIR", help="with --backend process: the folder `bugforge images rootfs` made")
     ra.add_argument(
@@ -80,6 +90,7 @@ def cmd_run_agent(a) -> int:
 
     model_folder(a.model)  # the predictions' model name becomes a folder of `bugforge eval`'s logs
     process = a.backend == "process"  # no engine: no image check; graded in bubblewrap where it can be
+    use_engine(a)
     rows = list(load_instances([a.dataset]).values()) if process else load_dataset(a.dataset)
     if a.limit:
         rows = rows[: a.limit]

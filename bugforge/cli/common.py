@@ -105,21 +105,39 @@ def load_instances(paths: list[str]) -> dict[str, dict]:
     return rows
 
 
+def use_engine(a) -> None:
+    """`--backend podman`: this process's sessions and graders run on Podman (bugforge.engine.select), before any
+    image is looked up; with --ray or --sandbox-url (whose nodes and service have their own engine) a user error."""
+    if a.backend != "podman":
+        return
+    if getattr(a, "ray", None) or getattr(a, "sandbox_url", None):
+        raise BugforgeError(
+            "--backend podman runs sessions and grading in this process", "leave out --ray/--sandbox-url"
+        )
+    from bugforge import engine
+
+    engine.select("podman")
+
+
+def image_present(name: str) -> bool:
+    """Whether the engine has image `name` (never pulled)."""
+    import docker.errors
+
+    from bugforge.engine import client
+
+    try:
+        client().images.get(name)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
 def load_dataset(path: str) -> list[dict]:
     """The rows of a dataset whose instance images are all present (else a user error, before any work)."""
     rows = list(load_instances([path]).values())
     if not rows:
         raise BugforgeError(f"dataset {path} has no instances", "pass the instances.jsonl that `factory export` wrote")
-    import docker.errors
-
-    from bugforge.engine import client
-
-    missing = []
-    for r in rows:
-        try:
-            client().images.get(r["image"])
-        except docker.errors.ImageNotFound:
-            missing.append(r["image"])
+    missing = [r["image"] for r in rows if not image_present(r["image"])]
     if missing:
         raise BugforgeError(
             f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",

@@ -7,7 +7,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bugforge.cli.common import Bars, console, dataset_file, default_of, load_dataset, load_instances
+from bugforge.cli.common import (
+    Bars,
+    console,
+    dataset_file,
+    default_of,
+    image_present,
+    load_dataset,
+    load_instances,
+    use_engine,
+)
 from bugforge.errors import BugforgeError
 from bugforge.sandbox.evaluate import evaluate
 
@@ -41,9 +50,9 @@ def configure(ev) -> None:
     )
     ev.add_argument(
         "--backend",
-        choices=("docker", "process"),
+        choices=("docker", "podman", "process"),
         default="docker",
-        help="process: no engine; each prediction graded in a fresh copy of its instance's tree from --rootfs, in "
+        help="podman: containers on rootless Podman (its Docker-compatible API; docs/sandbox.md); process: no engine; each prediction graded in a fresh copy of its instance's tree from --rootfs, in "
         "bubblewrap (needs root; docs/sandbox.md)",
     )
     ev.add_argument("--rootfs", metavar="DIR", help="with --backend process: the folder `bugforge images rootfs` made")
@@ -60,6 +69,7 @@ def cmd_eval(a) -> int:
     preds = None if a.predictions == "gold" else read_predictions(a.predictions)
     for p in preds or []:
         model_folder(p.model_name_or_path)
+    use_engine(a)
     box = process_runtime(a) if a.backend == "process" else None
     try:
         report, out, rows = _evaluate(a, preds, box)
@@ -83,6 +93,7 @@ def _evaluate(a, preds, box):
     preds = preds or read_predictions("gold", rows)
     warm = a.isolation == "warm" and fresh is None
     envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if warm else []
+    envs = [e for e in envs if image_present(e[0].image)]  # an environment image not here: graded fresh
     with Bars() as bars:
         report, out = evaluate(
             rows,

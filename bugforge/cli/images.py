@@ -1,7 +1,7 @@
-"""`bugforge images build | bootstrap | prune | push | pull | check | rootfs`: base images; removing images
+"""`bugforge images build | bootstrap | prune | push | pull | check | rootfs | save | load`: base images; removing images
 no run record names; an export's images through a registry (bugforge.images.registry, docs/scale.md); the
 root file systems the engine-less `process` sandbox backend runs from (bugforge.images.rootfs,
-docs/sandbox.md)."""
+docs/sandbox.md); a dataset's images as one archive for a Podman node (bugforge.images.archive)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,16 @@ def configure(p) -> None:
     rf.add_argument("dataset", metavar="DATASET", help="a run folder (runs/NAME) or a dataset JSONL")
     rf.add_argument("--out", metavar="DIR", help="where the trees go (default: a rootfs folder beside the dataset)")
     rf.set_defaults(func=cmd_rootfs)
+    sv = im.add_parser("save", help="write every instance image of a dataset into one archive (for `images load`)")
+    sv.add_argument("dataset", metavar="DATASET", help="a run folder (runs/NAME) or a dataset JSONL")
+    sv.add_argument("--out", metavar="FILE", required=True, help="the archive (docker-save format)")
+    sv.set_defaults(func=cmd_save)
+    ld = im.add_parser("load", help="load an archive `images save` wrote into this machine's engine")
+    ld.add_argument("archive", metavar="FILE")
+    ld.add_argument(
+        "--backend", choices=("docker", "podman"), default="docker", help="podman: the rootless user's store"
+    )
+    ld.set_defaults(func=cmd_load)
 
 
 def cmd_build(a) -> int:
@@ -154,4 +164,22 @@ def cmd_rootfs(a) -> int:
         f"{len(r.exported)} exported, {len(r.skipped)} already there: {r.out} "
         f"(use it with sandbox.connect(backend='process', rootfs='{r.out}'))"
     )
+    return 0
+
+
+def cmd_save(a) -> int:
+    from bugforge.images.archive import save
+
+    names = save(a.dataset, a.out)
+    console.print(f"{len(names)} images -> {a.out}", markup=False, soft_wrap=True)
+    return 0
+
+
+def cmd_load(a) -> int:
+    from bugforge import engine
+    from bugforge.images.archive import load
+
+    engine.select(a.backend)
+    names = load(a.archive)
+    console.print(f"{len(names)} images loaded into {a.backend}: {' '.join(names)}", markup=False, soft_wrap=True)
     return 0
