@@ -4,9 +4,10 @@ client, (d) SWE-ReX `run_in_session` when `pip install swe-rex` works (its serve
 the host network); plus session start (cold vs warm pool) and concurrent sessions.
 
     python bench/sandbox.py --n 200 [--image bugforge/task.textkit:...] [--sessions 64]
-    python bench/sandbox.py --backends --dataset runs/NAME [--rootfs DIR] [--n 300] [--starts 10]
+    python bench/sandbox.py --backends [docker,process,podman] --dataset runs/NAME [--rootfs DIR] [--n 300] [--starts 10]
 
-`--backends`: session start, command latency and gold-patch grading for each backend (docker, process)
+`--backends`: session start, command latency and gold-patch grading for each backend (default docker,process;
+podman needs the dataset's images in its store: `bugforge images save` / `images load --backend podman`)
 side by side, in one run (bench/backends.py).
 
 Figures: docs/figures.md, "Sandbox".
@@ -210,14 +211,23 @@ def main() -> int:
     ap.add_argument("--starts", type=int, default=10)
     ap.add_argument("--sessions", type=int, default=64)
     ap.add_argument("--skip-swerex", action="store_true")
-    ap.add_argument("--backends", action="store_true", help="docker and process side by side (bench/backends.py)")
+    ap.add_argument(
+        "--backends",
+        nargs="?",
+        const="docker,process",
+        help="backends side by side, comma-separated: docker, process, podman (bench/backends.py)",
+    )
     ap.add_argument("--dataset", help="with --backends: a run folder or dataset JSONL (its first row is used)")
     ap.add_argument("--rootfs", help="with --backends: its `bugforge images rootfs` folder (default: exported now)")
     a = ap.parse_args()
     if a.backends:
         import backends
 
-        print(backends.table(backends.measure(a.dataset, a.rootfs, n=a.n, k=a.starts), pct))
+        names = [b for b in a.backends.split(",") if b]
+        unknown = set(names) - set(backends.BACKENDS)
+        if unknown:
+            raise SystemExit(f"error: unknown backend(s) {sorted(unknown)} — use {', '.join(backends.BACKENDS)}")
+        print(backends.table(backends.measure(a.dataset, a.rootfs, n=a.n, k=a.starts, backends=names), pct))
         return 0
     image = a.image or json.loads(Path("runs/textkit/instances.jsonl").open().readline())["image"]
     rows = []

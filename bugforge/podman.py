@@ -11,9 +11,11 @@ Podman's service unchanged where the API is compatible; this module holds the co
   default rlimits exceed what a runtime without CAP_SYS_RESOURCE may set (runc: "error setting rlimits"), so a
   rootful service's containers get explicit `nofile` and `nproc` rlimits within this process's hard limits (a
   rootless service's keep its user's limits, which runc can always set); where the service
-  has no memory, pids or cpu cgroup controller (rootless on cgroups v1) the limits become rlimits: memory as
-  RLIMIT_DATA per process, processes as RLIMIT_NPROC (counted per container user, across that user's
-  containers), none for CPU. `Limits` says which hold."""
+  has no memory, pids or cpu cgroup controller (rootless on cgroups v1) memory becomes RLIMIT_DATA per process,
+  and processes and CPU are not limited per container: RLIMIT_NPROC would be counted per user of podman's user
+  namespace, where container root is the same user as podman's own service and conmon processes (one per exec,
+  lingering `exit_command_delay`), so a small one made container starts fail at random (measured); only the
+  rootless user's own RLIMIT_NPROC bounds them, for all its containers together. `Limits` says which hold."""
 
 from __future__ import annotations
 
@@ -125,8 +127,8 @@ KNOWN |= {"stop_signal", "user", "working_dir", "environment"}
 def spec(image: str, command, kwargs: dict, lim: Limits) -> dict:
     """libpod's container spec for docker-py's containers.create(image, command, **kwargs) (the options bugforge
     uses: KNOWN; any other is refused, never dropped), with explicit rlimits (module docstring): nofile and nproc
-    within this process's hard limits for a rootful service (a rootless one keeps its user's); memory as RLIMIT_DATA (private writable memory per process) and
-    processes as RLIMIT_NPROC where the service has no such cgroup controller; cpu then unlimited."""
+    within this process's hard limits for a rootful service (a rootless one keeps its user's); memory as RLIMIT_DATA (private writable memory per process) where the
+    service has no memory cgroup controller; without a pids or cpu controller those are not limited."""
     unknown = set(kwargs) - KNOWN
     if unknown or kwargs.get("network_mode", "none") != "none":
         raise BugforgeError(f"the podman backend does not map container options {sorted(unknown) or ['network_mode']}")
@@ -151,10 +153,8 @@ def spec(image: str, command, kwargs: dict, lim: Limits) -> dict:
         res["memory"] = {"limit": size, "swap": size}
     elif size:
         rlimits["data"] = size
-    if pids and lim.pids:
+    if pids and lim.pids:  # else none: RLIMIT_NPROC would count podman's own conmons (docstring)
         res["pids"] = {"limit": pids}
-    elif pids:
-        rlimits["nproc"] = _hard(resource.RLIMIT_NPROC, pids)
     if kwargs.get("nano_cpus") and lim.cpu:
         res["cpu"] = {"quota": kwargs["nano_cpus"] // 10_000, "period": 100_000}
     out["resource_limits"] = res or None

@@ -34,6 +34,14 @@ if [ -e /dev/fuse ] && [ -x /usr/bin/fuse-overlayfs ] && ! grep -q fuse-overlayf
     as_user podman system reset -f >/dev/null 2>&1 || true
   fi
 fi
+CC=$HOME_/.config/containers/containers.conf
+if ! grep -q exit_command_delay "$CC" 2>/dev/null; then
+  # an exec's conmon waits exit_command_delay (300 s by default) after the exec ends: bugforge's many short execs
+  # left hundreds of them; 5 s still lets a client read the exit code
+  as_user mkdir -p "$(dirname "$CC")"
+  printf '[engine]\nexit_command_delay = 5\n' | as_user tee -a "$CC" >/dev/null
+  say "$CC: exit_command_delay = 5 (a service already running keeps 300 s until restarted)"
+fi
 ping() { curl -s -m 5 --unix-socket "$SOCK" http://d/_ping 2>/dev/null | grep -q OK; }
 if ! ping; then
   say "starting $U's podman API service on $SOCK"
