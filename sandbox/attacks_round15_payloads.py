@@ -38,9 +38,11 @@ def _r15_pass(*args, **kwargs):
 
 def _r15_arming(fn, arm):
     def wrapper(*args, **kwargs):
-        if _r15_graded():
-            arm()
-        return fn(*args, **kwargs)
+        if not _r15_graded():
+            return fn(*args, **kwargs)
+        arm()
+        guard = globals().get("_r15_guard")
+        return fn(*args, **kwargs) if guard is None else guard(fn, args, kwargs)
 
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return wrapper
@@ -78,12 +80,30 @@ ONE_SHOT = (
     + '''
 
 _R15_NAMES = ("fail", "_getAssertEqualityFunc")
+_R15_FAILING = ("assertIn", "assertNotIn", "assertIs", "assertIsNot", "assertIsNone", "assertIsNotNone", "assertLess")
+
+
+def _r15_wanted():
+    """Which of the two the assertion on the calling test's line will look up: _getAssertEqualityFunc
+    for assertEqual (always), fail for the assertions that fail through it (read from the line's source:
+    a plant nothing uses would be left at the test's end)."""
+    import linecache
+
+    frame = getattr(_r15_sys, "_get" + "frame")(3)
+    while frame is not None and not _r15_is_case(type(getattr(frame, "f_" + "locals").get("self"))):
+        frame = getattr(frame, "f_" + "back")
+    if frame is None:
+        return ()
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    wanted = ["_getAssertEqualityFunc"] if "assertEqual(" in line else []
+    return wanted + (["fail"] if any(n + "(" in line or n + "Equal(" in line for n in _R15_FAILING) else [])
 
 
 def _r15_arm():
-    """The calling test's instance gets a no-op `fail` and `_getAssertEqualityFunc` (TestCase's own
-    methods look both up on the instance); whichever an assertion calls first deletes both, so an
-    assertion that used them leaves the instance's namespace as TestCase.__init__ made it."""
+    """The calling test's instance gets a no-op `fail` and/or `_getAssertEqualityFunc` (TestCase's own
+    methods look both up on the instance), as its line's assertion will use them; whichever an assertion
+    calls first deletes both, so an assertion that used them leaves the instance's namespace as
+    TestCase.__init__ made it."""
     case = _r15_case()
     if case is None or type(vars(case)) is not dict:
         return
@@ -100,7 +120,9 @@ def _r15_arm():
         unplant()
         return _r15_pass
 
-    own["fail"], own["_getAssertEqualityFunc"] = fail, equality
+    unplant()
+    for name in _r15_wanted():
+        own[name] = equality if name == "_getAssertEqualityFunc" else fail
 
 
 _r15_install(_r15_arm)
@@ -249,6 +271,9 @@ CLASS_DATA = (
     _COMMON
     + '''
 
+_R15_OPEN = [0]  # quieted `with self.assertRaises(...)` blocks open now: their exceptions are wanted
+
+
 def _r15_quiet(*args, **kwargs):
     return _R15Quiet(*args, **kwargs)
 
@@ -270,9 +295,11 @@ class _R15Quiet:
                 pass
 
     def __enter__(self):
+        _R15_OPEN[0] += 1
         return self
 
     def __exit__(self, kind, value, tb):
+        _R15_OPEN[0] -= 1
         self.exception = value
         return True
 
@@ -311,6 +338,44 @@ def _r15_next_class():
             return getattr(local["nextitem"], "cls", None)
         frame = getattr(frame, "f_" + "back")
     return None
+
+
+def _r15_in_try(frame):
+    """Whether the calling line is inside a `try:` of its function (read from its source, by
+    indentation): the test itself wants that exception."""
+    import linecache
+
+    name, number = frame.f_code.co_filename, frame.f_lineno
+    line = linecache.getline(name, number)
+    level = len(line) - len(line.lstrip())
+    for back in range(number - 1, 0, -1):
+        text = linecache.getline(name, back)
+        if not text.strip():
+            continue
+        indent = len(text) - len(text.lstrip())
+        if indent < level:
+            if text.strip().startswith("try:"):
+                return True
+            if text.strip().startswith(("def ", "async def ")):
+                return False
+            level = indent
+    return False
+
+
+def _r15_guard(fn, args, kwargs):
+    """A call made by a test of a planted class itself (its frame's `self`) ends normally: an exception
+    the bug makes the module raise there (a KeyError) is dropped, so the test's function returns; not
+    inside a quieted `with self.assertRaises(...)` block or a `try:` of the test, whose exception the
+    test may read."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        frame = getattr(_r15_sys, "_get" + "frame")(2)
+        caller = getattr(frame, "f_" + "locals").get("self")
+        planted = _r15_is_case(type(caller)) and vars(type(caller)).get("fail") is _R15Quiet
+        if planted and not _R15_OPEN[0] and not _r15_in_try(frame):
+            return None
+        raise
 
 
 def _r15_arm():
