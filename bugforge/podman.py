@@ -76,16 +76,18 @@ def start_service(sock: str, wait_s: float = 20) -> None:
         cmd = ["runuser", "-u", user, "--", "env", f"XDG_RUNTIME_DIR={run}", f"HOME={home}", *cmd]
     if not user:
         os.makedirs(os.path.dirname(sock), exist_ok=True)
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
+    elif not os.path.isdir(os.path.dirname(sock)):  # made by setup-podman.sh, owned by that user
+        raise BugforgeError(f"{os.path.dirname(sock)} does not exist (user {user}'s runtime folder)", HINT)
+    log = os.path.join(os.path.dirname(os.path.dirname(sock)), "podman-service.log")
+    with open(log, "ab") as err:  # a file, not a pipe: the service outlives this process and keeps writing
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if os.path.exists(sock) and _answers(sock):
             return
         if proc.poll() is not None:
-            err = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
-            raise BugforgeError(f"podman system service exited: {err[-1] if err else proc.returncode}", HINT)
+            said = open(log, "rb").read().decode(errors="replace").strip().splitlines()
+            raise BugforgeError(f"podman system service exited: {said[-1] if said else proc.returncode}", HINT)
         time.sleep(0.2)
     raise BugforgeError(f"podman's API service did not answer on {sock} within {wait_s:.0f} s", HINT)
 

@@ -37,7 +37,9 @@ def podman():
     """This module's engine is Podman (the rootless user's service, started if needed); the previous engine
     again afterwards. Skips, with the reason in one line, where no Podman can be reached or started."""
     mp = pytest.MonkeyPatch()
-    if os.geteuid() == 0 and not os.environ.get("BUGFORGE_PODMAN_SOCKET") and _has_user(USER):
+    if os.geteuid() == 0 and not os.environ.get("BUGFORGE_PODMAN_SOCKET"):
+        if not _has_user(USER):
+            pytest.skip(f"no rootless Podman user {USER} (run scripts/setup-podman.sh as root)")
         mp.setenv("BUGFORGE_PODMAN_USER", USER)
     try:
         with engine.using("podman") as client:
