@@ -1,6 +1,6 @@
 """Podman as bugforge's container engine, through its Docker-compatible API (docs/sandbox.md#podman-rootless).
 
-Everything above `bugforge.engine.client()` (sessions, grading, warm grading, the factory) talks docker-py to
+Everything above `bugforge.engine.client()` (sessions, grading, warm grading; the factory is untested) talks docker-py to
 Podman's service unchanged where the API is compatible; this module holds the code where it is not:
 
 - where the service is: `socket_path()` (BUGFORGE_PODMAN_SOCKET, else CONTAINER_HOST, else the rootless user's
@@ -9,10 +9,10 @@ Podman's service unchanged where the API is compatible; this module holds the co
 - container creation (`spec`, `PodmanContainers`): through libpod's own create, because Podman 4.3's compatible
   create ignores rlimits (HostConfig.Ulimits) and drops the cgroup limits it cannot apply without a word. Podman's
   default rlimits exceed what a runtime without CAP_SYS_RESOURCE may set (runc: "error setting rlimits"), so a
-  rootful service's containers get explicit `nofile` and `nproc` rlimits within this process's hard limits (a
-  rootless service's keep its user's limits, which runc can always set); where the service
-  has no memory, pids or cpu cgroup controller (rootless on cgroups v1) memory becomes RLIMIT_DATA per process,
-  and processes and CPU are not limited per container: RLIMIT_NPROC would be counted per user of podman's user
+  rootful service's containers get explicit `nofile` and `nproc` rlimits within this process's and the service's
+  hard limits (a rootless service's keep its user's limits, which runc can always set). Where the service has no
+  memory, pids or cpu cgroup controller (rootless on cgroups v1), memory becomes RLIMIT_DATA per process, and
+  processes and CPU are not limited per container: RLIMIT_NPROC would be counted per user of podman's user
   namespace, where container root is the same user as podman's own service and conmon processes (one per exec,
   lingering `exit_command_delay`), so a small one made container starts fail at random (measured); only the
   rootless user's own RLIMIT_NPROC bounds them, for all its containers together. `Limits` says which hold."""
@@ -36,6 +36,7 @@ from bugforge.errors import BugforgeError
 
 HINT = "run `sudo bash scripts/setup-podman.sh` (rootless user and service), or set BUGFORGE_PODMAN_SOCKET"
 NOFILE = 65536  # per container, or this process's hard limit when lower
+NPROC = 32768  # likewise: 4.3.1's service lowers its own hard RLIMIT_NPROC to this (its /proc/PID/limits)
 
 
 def _user_socket(uid: int) -> str:
@@ -149,7 +150,7 @@ def spec(image: str, command, kwargs: dict, lim: Limits) -> dict:
     res, mem, pids = {}, kwargs.get("mem_limit"), kwargs.get("pids_limit")
     rlimits = {}  # rootless: the service's own limits (its user's), within which runc can set any
     if not lim.rootless:  # rootful: Podman's defaults may exceed what runc may set; ours are safe
-        rlimits = {"nofile": _hard(resource.RLIMIT_NOFILE, NOFILE), "nproc": _hard(resource.RLIMIT_NPROC, 1 << 20)}
+        rlimits = {"nofile": _hard(resource.RLIMIT_NOFILE, NOFILE), "nproc": _hard(resource.RLIMIT_NPROC, NPROC)}
     size = docker.utils.parse_bytes(mem) if isinstance(mem, str) else mem
     if size and lim.memory:
         res["memory"] = {"limit": size, "swap": size}
