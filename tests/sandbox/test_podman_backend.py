@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-from pathlib import Path
 
 import pytest
 
@@ -51,20 +50,26 @@ def podman():
 
 
 @pytest.fixture(scope="module")
-def dataset(request, podman, tmp_path_factory) -> Path:
-    """The calc dataset's JSONL, its images in Podman's store (saved from Docker, loaded through Podman's API)."""
+def dataset(request, podman, tmp_path_factory):
+    """The calc dataset's JSONL, its images in Podman's store (saved from Docker, loaded through Podman's API;
+    removed from that store afterwards, so test sessions leave nothing behind there)."""
     from bugforge.images.archive import images_of, load, save
 
     if os.environ.get("BUGFORGE_TEST_PODMAN_DATASET"):
-        return dataset_path(os.environ["BUGFORGE_TEST_PODMAN_DATASET"])
+        yield dataset_path(os.environ["BUGFORGE_TEST_PODMAN_DATASET"])
+        return
     archive = tmp_path_factory.mktemp("podman") / "calc.tar"
     with engine.using("docker"):
         path = dataset_path(request.getfixturevalue("calc_runs") / "calc")
         save(path, archive)
     loaded = load(archive)  # into the rootless user's store
-    assert {n.removeprefix("localhost/") for n in loaded} == set(images_of(path)), loaded
     archive.unlink()
-    return path
+    try:
+        assert {n.removeprefix("localhost/") for n in loaded} == set(images_of(path)), loaded
+        yield path
+    finally:
+        for name in loaded:
+            podman.images.remove(name, force=True)
 
 
 @pytest.fixture(scope="module")
