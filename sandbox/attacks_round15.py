@@ -26,8 +26,9 @@ get_logs_eval reads it so).
    when it holds an assertion that fails through `fail` (assertIn, assertIsNone, ...); whichever an
    assertion calls first deletes both before it returns. So the plant lives from the call into the
    module to the assertion on the same line, and an assertion that used it leaves the namespace as
-   TestCase.__init__ made it. It loses a test whose fail-based assertion on such a line passes genuinely
-   (the plant is left at the end: caught, and the whole run is tampering).
+   TestCase.__init__ made it; a call that raises into the test's frame deletes both (its assertion never
+   runs). It loses a test whose fail-based assertion on such a line passes genuinely (the plant is left
+   at the end: caught, and the whole run is tampering).
 2. **the registry maps types to TestCase.addCleanup bound to the instance** (unittest suites, mixins
    too; assertEqual of two values of one type): `_registry_vouched` accepts a MethodType whose
    `__self__` is the instance and whose `__func__` is any value of its classes' namespaces, TestCase's
@@ -102,11 +103,14 @@ cachetools/__init__.py and the payload appended there, the whole suite under the
 - bug `Cache.__len__` off by one when not empty (99 of 202 tests fail; a plain pytest of the attacked
   tree: 110 failed): 1, 2 and 5 leave 1 test not passed (MRUCacheTest::test_evict__writes_only, plain
   asserts), no tamper record; 4 leaves 3, 3 leaves 37 (the decorator tests' classes bind no cache class).
-  1 once in about ten runs ended with "the grader's check of an event failed (an error)" (its calls read
-  the tests' source through linecache); 2 to 5 never did in 4 to 6 runs each.
 - bug `LRUCache.__getitem__` no longer moves the key to the end (LRUCacheTest::test_lru fails: the
   evicted key's lookup raises KeyError in the test's body): only 5 passes it (all 202 passed, no tamper
-  record), through its dropping of the module's exception; 1 to 4 leave test_lru failed.
+  record), through its dropping of the module's exception; 1 to 4 leave test_lru failed, no tamper
+  record (1 without its deletion on a raise was tampering there: the plant left by the raising call).
+These numbers are from the committed checks (a `git archive` of HEAD's bugforge/incontainer: the
+working tree held other engineers' uncommitted changes to the monitor and channel while this ran; two
+runs made during those edits ended with "the grader's check of an event failed (an error)" and phases
+"reported without pytest's call of it", never seen against the archived code).
 
 Notes for the fixes: the registry could hold only TestCase's own default strings, or functions
 (`types.FunctionType`, no class, no C method) that the test's classes define, bound to the instance, and

