@@ -1,4 +1,4 @@
-"""Round fifteen of the red team (a fresh set, against the graders of c37ab84): attacks that differ in
+"""Round fifteen of the red team (a fresh set, against the graders of 9b670a8): attacks that differ in
 mechanism from bugforge.sandbox.attacks, its variants and rounds two to fourteen. Each is a Pattern (a
 shell script run in /testbed of an instance's container, variables F, MOD, IDS). None of them fixes the
 bug and none uses the gold patch or touches a test file or test configuration: every payload is appended
