@@ -49,6 +49,10 @@ def hook(event, args):
         elif event == "object.__getattr__":
             if not (len(args) > 1 and type(args[1]) is str and args[1] in @frames@):
                 return None
+            if type(args[0]) is @frame@ and args[1] == "f_code" and args[0].f_globals is not @globals@:
+                return None
+            if @cleared@.get(@id@(args[0])) is args[0]:
+                return None
         elif event in @paths@:
             if not (args and type(args[0]) in @proc@ and args[0].startswith(@proc@[type(args[0])])):
                 return None
@@ -119,7 +123,8 @@ def program_code():
 
 def _hook(consts):
     """The hook function: each @NAME@ of the template becomes the constant consts[NAME] (a float literal
-    stands in for it at compilation: the compiler folds no call or subscript of one)."""
+    stands in for it at compilation: the compiler folds no call or subscript of one); its globals are
+    consts["globals"], a dict of its own."""
     names = sorted(consts)
     source = _TEMPLATE
     for i, name in enumerate(names):
@@ -131,7 +136,7 @@ def _hook(consts):
         exec(compile(source, "<bugforge hook>", "exec"), scope)
     code = scope["hook"].__code__
     code = code.replace(co_consts=tuple(stand_in.get(c, c) if type(c) is float else c for c in code.co_consts))
-    return types.FunctionType(code, {"__builtins__": __builtins__})  # (its own globals: serve finds its frames)
+    return types.FunctionType(code, consts["globals"])  # (its own globals: serve finds its frames)
 
 
 def start(inline, judge, wanted, quietly):
@@ -141,7 +146,9 @@ def start(inline, judge, wanted, quietly):
     it returns, when a str, is raised in that thread as a PermissionError (a refusal). wanted: which
     events judge sees ({"always": event names, "installed": path prefixes of compile's file names,
     "setattr": attribute names of object.__setattr__, "root": the tree, whose module code's exec it
-    sees}; plus reads of f_code, and opening or listing a path under /proc). quietly(fn): fn, its
+    sees, "cleared": {id: object} whose frame reads judge has cleared, emptied by judge when it will}; plus
+    reads of frames, their code, ..., but not of a frame's f_code unless the frame is the hook's own (only
+    those the monitor refuses), and opening or listing a path under /proc). quietly(fn): fn, its
     audited steps (reading other threads' frames) not judged by `inline` (the search for the raising
     frame reads only frames and dicts of ints)."""
     ch = [None, None, None, None, None, None, None, None]  # (no pid yet: events pass by until launched)
@@ -151,7 +158,8 @@ def start(inline, judge, wanted, quietly):
             sigmask=_signal.pthread_sigmask, block=_signal.SIG_BLOCK, setmask=_signal.SIG_SETMASK,
             all=frozenset(_signal.valid_signals()), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
             frames=frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame")),
-            proc={str: "/proc/", bytes: b"/proc/"},
+            proc={str: "/proc/", bytes: b"/proc/"}, frame=types.FrameType, id=id,
+            globals={"__builtins__": __builtins__},
         )
     )  # fmt: skip
     frames, code, mine = sys._current_frames, hook.__code__, hook.__globals__  # (f_globals: no audit event)

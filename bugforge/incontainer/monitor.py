@@ -1,26 +1,18 @@
 """The test process's monitor: an audit hook (PEP 578) that holds the verdict channel and its key.
 
 `install` runs when the probe is imported, before any code of the tree (start.py); no Python code can
-remove an audit hook. The state (the channel's descriptor, the run's key, the genuine code of the
-probe's `Report.emit`) and every check live in the monitor's own thread (handoff.py), which the tree's
-code reaches only through audited steps, each refused.
-
-- The run's records travel only through it: `sys.audit("bugforge.record", record)` from the probe's
-  `Report.emit` (checked by its caller's code object) is sent with an HMAC under the key the collector
-  gave the run and a sequence number (channel.py). A record from anywhere else is refused.
-- `sys.audit("bugforge.tamper", reason)` sends a tamper record, from anywhere (integrity.py uses it).
-- `sys.audit("bugforge.pin", [(name, namespace, keys)])`, once per process (or again before the
-  channel is set, as the test server does when it holds a collected session): the probe's own
-  classes and state, checked before each `test` and `finish` record is sent (the checks that find
-  tampering are the probe's code: replacing them must not silence them).
-- `sys.audit("bugforge.items", collected, bindings, reasons, tests, shadows)`, once per process, from
-  the probe's collection hook: what defined.py found (each test runs its own function, what the test
-  files bind from installed code, the builtins' names their globals may not gain; checked at each end).
-- `sys.audit("bugforge.compiled", module_code)` from witness.py's compilation of a test module, and
-  `sys.audit("bugforge.exit")` from a test function the grader compiled: the witness (witness.py)
-  of how each test's own function ended, checked at the test's end.
-- It raises tamper records itself for what events.py lists (code of the tree walking objects or
-  frames, loading native code, swapping a watched function's code...) and refuses an exec.
+remove an audit hook. The state (the channel's descriptor, the run's key) and every check live in the
+monitor's own thread (handoff.py), which the tree's code reaches only through audited steps, each refused.
+The probe's events (docs/security.md, 3):
+- `bugforge.record`, from the probe's `Report.emit` only (its caller's code object): sent with an HMAC
+  under the run's key and a sequence number (channel.py); from anywhere else, refused.
+- `bugforge.tamper`, from anywhere (integrity.py): a tamper record.
+- `bugforge.pin` (the probe's classes and state, checked before each start, end and the finish; once per
+  process, or again before the channel is set) and `bugforge.items` (what defined.py found at collection,
+  checked at each end), from the probe's own code only.
+- `bugforge.compiled` (a test module witness.py compiled) and `bugforge.exit` (how a test's own function
+  ended): the witness, checked at the test's end.
+It raises tamper records itself for what events.py lists, and refuses an exec.
 Python 3.9, standard library only."""
 
 import _hashlib
@@ -52,7 +44,7 @@ from .events import (  # (the probe imports the events from here too)
 )
 from .installed import CLASS_DICT, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
 
-CODE, FRAME = types.CodeType, types.FrameType
+CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 _STARTED = []  # one install per process
 
 
@@ -75,7 +67,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
              "bindings": (), "defined": [], "shadows": ()}  # fmt: skip
     dumps, loads, write, getpid, getframe = json.dumps, json.loads, os.write, os.getpid, sys._getframe
     mac_of, seen = getattr(_hashlib, "hmac_digest", None) or hmac.digest, witness.Witness()  # (OpenSSL's C)
-    main, walking = threading.main_thread().ident, [False]  # (walking: see inline)
+    main, walking, cleared = threading.main_thread().ident, [False], {}  # (walking: see inline; cleared: handoff)
     root = root.rstrip("/") + "/"
 
     def tree_code(filename):
@@ -215,6 +207,10 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         return frame.f_code is codes[event]
 
     caller_code = own_walk(lambda frame: getattr(frame.f_back, "f_code", frame.f_code))
+
+    # a traceback whose frame's callers (a function's: a generator's change as it resumes) are not the monitor's
+    settled = own_walk(lambda tb: not tb.tb_frame.f_code.co_flags & 0x2A0 and not reaches_monitor(tb.tb_frame))
+
     frame_code = own_walk(lambda frame: frame.f_code)
 
     def checks(record):
@@ -286,6 +282,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 tamper("a record was sent on behalf of the tree's code")
             else:
                 seen.record(record)
+                cleared.clear()  # (holding no traceback past a record: the tests' objects die as they would)
                 for reason in checks(record) if record.get("event") in ("start", "end", "finish") else ():
                     tamper(reason)
                 send(record)
@@ -334,6 +331,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             raise Refused("the test process may not exec")
         elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
+        elif event == ATTR and plain(args, 1) and type(args[0]) is TRACEBACK and settled(args[0]):
+            cleared[id(args[0])] = args[0]  # (its reads until the next record: no handoff)
         elif event == ATTR and plain(args, 1) and args[1] != "f_code" and culprit(frame, thread):
             if reaches_monitor(getattr(args[0], args[1], None)):  # (a traceback the monitor thread made)
                 tamper("code of the tree took a frame of the grader's monitor thread (%s)" % args[1])
@@ -388,6 +387,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         "installed": installed + (own_dir,),
         "setattr": frozenset(SWAPS) | {"__class__"},
         "root": root,
+        "cleared": cleared,
     }
     hook, hook_code, serving = handoff.start(inline, judge, wanted, own_walk)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)

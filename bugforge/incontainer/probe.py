@@ -138,18 +138,15 @@ class Probe:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        """Witness what pytest's call of each phase did, for the collector (channel.py): a phase that
-        raised cannot be reported passed, nor one that raised a failure (not a skip or xfail) skipped."""
-        yield
+        """Each phase as pytest reports it (the outermost wrapper: what every other made of the report),
+        with what pytest's call of it did, for the collector (channel.py): a phase that raised cannot be
+        reported passed, nor one that raised a failure (not a skip or xfail) skipped."""
+        outcome = yield
         exc = call.excinfo
         raised = exc is not None
         failure = raised and not isinstance(exc.value, SKIP_LIKE)
-        self.report.emit(
-            {"event": "call", "nodeid": item.nodeid, "when": call.when, "raised": raised, "failure": failure}
-        )
-
-    def pytest_runtest_logreport(self, report):
-        self.report.logreport(report)
+        report = outcome.get_result()  # (raises what the hook raised: no report, no phase)
+        self.report.phase(item.nodeid, call.when, report, raised, failure)
 
     def pytest_collectreport(self, report):
         self.report.collectreport(report)
@@ -213,7 +210,6 @@ pytest_collection_finish = plugin.pytest_collection_finish
 pytest_runtest_protocol = plugin.pytest_runtest_protocol
 pytest_fixture_setup = plugin.pytest_fixture_setup
 pytest_runtest_makereport = plugin.pytest_runtest_makereport
-pytest_runtest_logreport = plugin.pytest_runtest_logreport
 pytest_collectreport = plugin.pytest_collectreport
 pytest_sessionfinish = plugin.pytest_sessionfinish
 HOOKS = [n for n in dir() if n.startswith("pytest_")]

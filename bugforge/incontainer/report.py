@@ -1,8 +1,8 @@
 """The probe's report and limits. Report sends the run's records through the monitor (monitor.py) to
 the collector (channel.py): `start`, `phase` (each of a test's setup, call and teardown as pytest
-reported it), `end`, `collect_error`, `timeout`, `finish`. The collector, out of the test process's
-reach, folds a test's phases into its outcome and writes the `test` records, so a killed run still tells
-which tests finished and which one was running. Limits holds the per-test limit (CPU-seconds of the test
+reported it, and what pytest's call of it did), `end`, `collect_error`, `timeout`, `finish`. The
+collector, out of the test process's reach, folds a test's phases into its outcome and writes the `test`
+records, so a killed run still tells which tests finished and which one was running. Limits holds the per-test limit (CPU-seconds of the test
 thread, or three times as many wall-seconds) and the run's budget, and its watchdog thread ends the run
 with 124 past either. docs/probe.md. Python 3.9, standard library only."""
 
@@ -33,16 +33,20 @@ class Report:
     def end(self, nodeid):
         self.emit({"event": "end", "nodeid": nodeid})
 
-    def logreport(self, report):
+    def phase(self, nodeid, when, report, raised, failure):
+        """One phase of a test, as pytest's report of it says, with what pytest's call of it did (raised;
+        raised a failure, not a skip or xfail): the collector checks the one against the other."""
         self.emit(
             {
                 "event": "phase",
-                "nodeid": str(report.nodeid),
-                "when": str(report.when),
+                "nodeid": nodeid,
+                "when": when,
                 "outcome": str(report.outcome),
                 "wasxfail": hasattr(report, "wasxfail"),
                 "duration": float(report.duration),
                 "message": self.message(report) if report.failed else "",
+                "raised": raised,
+                "failure": failure,
             }
         )
 
