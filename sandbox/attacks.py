@@ -389,3 +389,7 @@ PATTERNS.update(round13.PATTERNS)
 from bugforge.sandbox import attacks_round14 as round14  # noqa: E402  (it builds on Pattern above)
 
 PATTERNS.update(round14.PATTERNS)
+
+from bugforge.sandbox import attacks_round15 as round15  # noqa: E402  (it builds on Pattern above)
+
+PATTERNS.update(round15.PATTERNS)

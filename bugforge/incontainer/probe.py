@@ -23,10 +23,11 @@ import os
 import sys
 import threading
 import time
+import unittest.case
 
 import pytest
 
-from . import witness
+from . import casecode, witness
 from .channel import sender
 from .defined import classes_changed, collected
 from .installed import installed_dirs
@@ -184,6 +185,7 @@ def _end(status):
 
 import _pytest.assertion.rewrite  # noqa: E402
 
+casecode.harden(unittest.case)  # (TestCase's lookups of its own methods: never an instance's)
 _installed = installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/")
 witnessed = witness.install(_pytest.assertion.rewrite, _installed)  # test modules compiled with the witness
 install(  # before the channel is opened, and before any code of the tree (start.py)

@@ -55,19 +55,24 @@ def _has_yield(fn):
 CASE_METHODS = frozenset(
     n for n in dir(unittest.TestCase) if not n.startswith("_") and callable(getattr(unittest.TestCase, n))
 )
+# TestCase's own registry, as every instance starts with it: (type, the name of its method)
+DEFAULT_REGISTRY = tuple(unittest.TestCase()._type_equality_funcs.items())
+UNITTEST = (unittest.TestCase, object)  # (whose functions no registry of a test's may hold)
+FUNCTION = types.FunctionType
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
 
 
 def class_state(cls):
-    """A test's class as it runs its tests: its MRO, and each of its classes' descriptors (functions,
-    properties, anything an instance's lookup binds: what `self.assertX` and the lookup hooks resolve
-    to) by name and identity; plain data (setUpClass's) may change. None where a namespace holds a key
+    """A test's class as it runs its tests: its MRO, and each of its classes' descriptors and callables
+    (functions, properties, classes, anything an instance's lookup binds or a call runs: what
+    `self.assertX` and the lookup hooks resolve to) by name and identity; other data (setUpClass's) may
+    change. None where a namespace holds a key
     that is not a string (no lookup in it then)."""
     mro = MRO(cls)
     if not all(plain_keys(CLASS_DICT(c)) for c in mro):
         return None
-    found = [(k, v) for c in mro[:-1] for k, v in CLASS_DICT(c).items() if _descriptor(v)]
+    found = [(k, v) for c in mro[:-1] for k, v in CLASS_DICT(c).items() if _descriptor(v) or callable(v)]
     return mro, tuple(k for k, _ in found), tuple(v for _, v in found)
 
 
@@ -90,25 +95,32 @@ def _same(a, b):
 
 def _registry_vouched(case, funcs):
     """Whether a TestCase instance's type-equality registry (what assertEqual calls for a type) holds
-    only what its classes vouch for: method names (TestCase's defaults) and the classes' own methods
-    bound to it. Exact types and identities only: no code of the tree's objects runs here."""
+    only what its classes vouch for: TestCase's own defaults (a name for a type), and functions the
+    test's own classes define (not unittest's: round 15), bound to it. Exact types and identities only:
+    no code of the tree's objects runs here."""
     if type(funcs) is not dict:  # (TestCase.__init__ gives every instance its own; not the class's, round 14)
         return False
-    items = [(k, v) for c in MRO(type(case)) for k, v in CLASS_DICT(c).items()]
-    own = [v for _, v in items]
-    names = {k for k, v in items if type(v) is types.FunctionType}
+    own = [
+        v
+        for c in MRO(type(case))
+        if all(c is not u for u in UNITTEST)
+        for v in CLASS_DICT(c).values()
+        if type(v) is FUNCTION
+    ]
     return all(
-        (type(f) is str and f in names)  # (a name the classes define a method for, not an instance's: round 14)
+        any(k is t and type(f) is str and f == name for t, name in DEFAULT_REGISTRY)  # (a name: rounds 14, 15)
         or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
-        for f in funcs.values()
+        for k, f in funcs.items()
     )
 
 
 # what the inserted code calls, as constants of the compiled code (`constants`): no name is looked up,
 # so nothing the tree binds in a test module's globals or in builtins can stand in for them
 CONSTANTS = {"\0bugforge." + f.__name__: f for f in (type, getattr, hasattr, sys.audit)}
+# (a value found on the class is bound as Python binds it: through its type's __get__, never its own: round 15)
 METHOD_BIND = (
-    METHOD + " = lambda o, n, _t=%r, _g=%r, _h=%r: _g(_t(o), n).__get__(o, _t(o)) if _h(_t(o), n) else _g(o, n)"
+    METHOD + " = lambda o, n, _t=%r, _g=%r, _h=%r: (lambda v: _g(_t(v), '__get__')(v, o, _t(o)) if "
+    "_h(_t(v), '__get__') else v)(_g(_t(o), n)) if _h(_t(o), n) else _g(o, n)"
 ) % ("\0bugforge.type", "\0bugforge.getattr", "\0bugforge.hasattr")
 
 

@@ -12,6 +12,7 @@ from bugforge.sandbox import attacks_round11_payloads as round11
 from bugforge.sandbox import attacks_round12_payloads as round12
 from bugforge.sandbox import attacks_round13_payloads as round13
 from bugforge.sandbox import attacks_round14_payloads as round14
+from bugforge.sandbox import attacks_round15_payloads as round15
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -158,6 +159,19 @@ ROUND13 = {n: getattr(round13, n) for n in ("TRACE_ARGUMENTS", "BASES_SWAP", "OU
 ROUND13.update(DUNDER_LOOKUP=round13.DUNDER_LOOKUP)
 # round fourteen: the fresh set after round thirteen's fixes (all in-process)
 ROUND14 = {n: getattr(round14, n) for n in ("REGISTRY_NAME", "HIDDEN_NAMESPACE", "CLASS_NAMESPACE", "CLASS_REGISTRY")}
+# round fifteen: the fresh set after round fourteen's fixes (all in-process); CACHE is cachetools' shape (a
+# mixin's tests make the class the test class binds, then assert on it: round 15's TREE_CLASS_BOUND needs it)
+ROUND15 = {
+    n: getattr(round15, n) for n in ("ONE_SHOT", "CLEANUP_BOUND", "TREE_CLASS_BOUND", "SHADOWED_NAME", "CLASS_DATA")
+}
+BOX = "\n\nclass Box:\n    def __init__(self):\n        self.items = []\n\n    def put(self, x):\n        self.items.append(x)\n"
+BOX += "\n    def size(self):\n        return len(self.items) - 1  # the bug\n\n    def get(self, k):\n        return 0  # the bug\n"
+CACHE = {
+    "tests/__init__.py": "class Mixin:\n    Box = None\n\n    def test_bug(self):\n        b = self.Box()\n        b.put(1)\n"
+    "        self.assertEqual(b.size(), 1)\n        self.assertEqual(b.get(2), 0)\n        self.assertIsNone(b.get(2))\n\n"
+    "    def test_ok(self):\n        b = self.Box()\n        self.assertEqual(b.items, [])\n",
+    "tests/test_it.py": "import unittest\n\nimport pkg\n\nfrom . import Mixin\n\n\nclass T(unittest.TestCase, Mixin):\n    Box = pkg.Box\n",
+}
 # not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
 # fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
@@ -262,6 +276,13 @@ def test_round_thirteen_is_caught(launch, name, suite):
 def test_round_fourteen_is_caught(launch, name, suite):
     tests = MIXIN if suite == "mixin" else {"tests/__init__.py": "", **SUITES[suite]}
     _caught(launch, {"pkg/__init__.py": PKG + ROUND14[name], **tests})
+
+
+@pytest.mark.parametrize("suite", ["unittest", "mixin", "cache"])
+@pytest.mark.parametrize("name", sorted(ROUND15))
+def test_round_fifteen_is_caught(launch, name, suite):
+    tests = {"mixin": MIXIN, "cache": CACHE}.get(suite) or {"tests/__init__.py": "", **SUITES[suite]}
+    _caught(launch, {"pkg/__init__.py": PKG + BOX + ROUND15[name], **tests})
 
 
 def test_a_test_inherited_from_a_mixin_passes_with_no_false_alarm(launch):
