@@ -36,6 +36,8 @@ class Launch:
             "BUGFORGE_ROOT": str(tree),
             "PYTHONPATH": str(tools),
             "PYTHONDONTWRITEBYTECODE": "1",
+            # (this machine's pytest plugins are not a task image's: loading them took most of a run)
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **(env or {}),
         }
         launch = [sys.executable, "-I", "-S", str(tools / "bugforge_incontainer" / "launch.py"), str(report), "--"]
