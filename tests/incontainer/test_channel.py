@@ -27,10 +27,15 @@ def _collect(tmp_path, child_body):
     if pid == 0:
         collector.forget()
         try:
+            fd = theirs.detach()
+            # the rest is pytest's (its engine client's pooled connections among them): a forgery that writes
+            # to every descriptor must not reach them (it garbled the next API request: test_ownership's 400)
+            os.closerange(3, fd)
+            os.closerange(fd + 1, 1 << 16)
             codes = {monitor.RECORD: _emit.__code__, monitor.CHANNEL: channel.sender.__code__}
             # (this file stands for the probe's own; every file counts as installed)
             monitor.install(str(tmp_path), os.path.dirname(__file__) + "/", ("/",), codes)
-            os.environ[channel.ENV] = str(theirs.detach())
+            os.environ[channel.ENV] = str(fd)
             channel.sender()
             code = child_body() or 0
         except BaseException:  # noqa: BLE001 - a forked child must never return into pytest: any failure is exit 99

@@ -119,13 +119,6 @@ def runtime(engine):  # the engine fixture marks its tests `docker`
     assert client().containers.list(all=True, filters={"label": f"{RUNTIME}={rt.id}"}) == []
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent, cause not found: passes alone and after tests/sandbox, tests/images, tests/cli or "
-    "tests/incontainer; failed once in four runs after tests/cli + tests/incontainer (neither uses the engine "
-    "in this process), and in earlier sessions' loaded full-suite runs with '400 Client Error for "
-    "http+docker://...', the engine's reason cut off (engine.error_line now keeps it: the next failure says why)",
-)
 def test_a_service_started_and_stopped_beside_live_sessions_leaves_them(runtime, base_image, tmp_path):
     mine = runtime.create(image=base_image)  # this process's session
     other = Holder(base_image)  # another process's session
