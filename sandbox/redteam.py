@@ -70,7 +70,9 @@ def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: i
     """{pattern: {"fresh" | "warm" | "eval_script": verdict}} for one instance; `grader`: an EnvGrader
     of the instance's environment. The gold patch is graded too, as the pattern "gold"."""
     names = list(names or [*PATTERNS, *CONTROLS])
-    patches = {"gold": instance["patch"], **{n: patch_for(instance, n) for n in names}}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # (each pattern in its own container: the engine's waits overlap)
+        made = list(pool.map(lambda n: patch_for(instance, n), names))
+    patches = {"gold": instance["patch"], **dict(zip(names, made))}
     slug = {n: f"{instance['instance_id']}__rt{i}" for i, n in enumerate(patches)}
     rows = [{**instance, "instance_id": slug[n]} for n in patches]
     out = {}
