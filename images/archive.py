@@ -12,6 +12,7 @@ import docker.errors
 
 from bugforge.engine import client, error_line
 from bugforge.errors import BugforgeError
+from bugforge.images.build import image_exists
 from bugforge.images.registry import dataset_images, load_rows
 
 
@@ -24,11 +25,9 @@ def save(dataset: str | Path, out: str | Path) -> list[str]:
     """Write every image of `dataset` (images_of) into the archive `out` (written to OUT.partial, then renamed: a
     failed save leaves no archive); returns their names. A missing image is a BugforgeError before any write."""
     names, api, out = images_of(dataset), client().api, Path(out)
-    for n in names:
-        try:
-            client().images.get(n)
-        except docker.errors.ImageNotFound:
-            raise BugforgeError(f"image {n} is not here", "run `bugforge factory export` first") from None
+    missing = [n for n in names if not image_exists(n)]
+    if missing:
+        raise BugforgeError(f"image {missing[0]} is not here", "run `bugforge factory export` first")
     partial = out.with_name(out.name + ".partial")
     try:
         res = api._get(api._url("/images/get"), params={"names": names}, stream=True)

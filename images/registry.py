@@ -26,6 +26,7 @@ import docker.errors
 
 from bugforge.engine import client, error_line
 from bugforge.errors import BugforgeError
+from bugforge.images.build import image_exists
 from bugforge.records import append_jsonl, load_env, read_jsonl
 
 PUSHED_FILE = "instances.pushed.jsonl"
@@ -92,14 +93,6 @@ def dataset_images(rows: Iterable[dict]) -> list[tuple[str, str | None]]:
         if env and (env not in seen or (seen[env] is None and r.get(ENV_REF))):
             seen[env] = r.get(ENV_REF) or (env if is_remote(env) else None)
     return list(seen.items())
-
-
-def present(name: str) -> bool:
-    try:
-        client().images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
 
 
 # --- push ----------------------------------------------------------------------------------------------
@@ -215,14 +208,14 @@ def write_rows(path: Path, rows: Sequence[dict]) -> None:
 
 def missing(rows: Iterable[dict]) -> list[str]:
     """The images of a dataset this machine's engine lacks, in order."""
-    return [name for name, _ in dataset_images(rows) if not present(name)]
+    return [name for name, _ in dataset_images(rows) if not image_exists(name)]
 
 
 def pull(rows: Iterable[dict], *, log: Callable[[str], None] = lambda m: None) -> tuple[int, int]:
     """Pull every image of a dataset the engine lacks; (pulled, already present). An image that names no
     registry and has no pushed reference cannot be pulled: one BugforgeError naming how many, after the
     others are pulled."""
-    todo = [(n, ref) for n, ref in dataset_images(rows) if not present(n)]
+    todo = [(n, ref) for n, ref in dataset_images(rows) if not image_exists(n)]
     have = len(dataset_images(rows)) - len(todo)
     local_only = [n for n, ref in todo if ref is None]
     for i, (name, ref) in enumerate([t for t in todo if t[1]], 1):
@@ -252,7 +245,7 @@ def ensure(name: str, refs: Sequence[str] = (), *, where: str = "this machine") 
     """Make image `name` present: nothing when it is; else pull it (by its own name when that names a
     registry, else from the first of `refs`, tagged `name`). True when it pulled. A BugforgeError when it
     is missing and there is nowhere to pull it from, or the pull fails."""
-    if present(name):
+    if image_exists(name):
         return False
     sources = [name] if is_remote(name) else list(refs)
     if not sources:

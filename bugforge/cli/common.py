@@ -119,25 +119,14 @@ def use_engine(a) -> None:
     engine.select("podman")
 
 
-def image_present(name: str) -> bool:
-    """Whether the engine has image `name` (never pulled)."""
-    import docker.errors
-
-    from bugforge.engine import client
-
-    try:
-        client().images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
 def load_dataset(path: str) -> list[dict]:
     """The rows of a dataset whose instance images are all present (else a user error, before any work)."""
     rows = list(load_instances([path]).values())
     if not rows:
         raise BugforgeError(f"dataset {path} has no instances", "pass the instances.jsonl that `factory export` wrote")
-    missing = [r["image"] for r in rows if not image_present(r["image"])]
+    from bugforge.images import image_exists
+
+    missing = [r["image"] for r in rows if not image_exists(r["image"])]
     if missing:
         raise BugforgeError(
             f"{len(missing)} instance image(s) of {path} are not present, e.g. {missing[0]}",

@@ -12,7 +12,6 @@ from bugforge.cli.common import (
     console,
     dataset_file,
     default_of,
-    image_present,
     load_dataset,
     load_instances,
     use_engine,
@@ -93,7 +92,9 @@ def _evaluate(a, preds, box):
     preds = preds or read_predictions("gold", rows)
     warm = a.isolation == "warm" and fresh is None
     envs = find_environments(rows, dataset_file(a.dataset).parent, Path("runs")) if warm else []
-    envs = [e for e in envs if image_present(e[0].image)]  # an environment image not here: graded fresh
+    from bugforge.images import image_exists
+
+    envs = [e for e in envs if image_exists(e[0].image)]  # an environment image not here: graded fresh
     with Bars() as bars:
         report, out = evaluate(
             rows,
