@@ -45,6 +45,7 @@ from .events import (  # (the probe imports the events from here too)
 from .installed import CLASS_DICT, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
+RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
 _STARTED = []  # one install per process
 
 
@@ -209,7 +210,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     caller_code = own_walk(lambda frame: getattr(frame.f_back, "f_code", frame.f_code))
 
     # a traceback whose frame's callers (a function's: a generator's change as it resumes) are not the monitor's
-    settled = own_walk(lambda tb: not tb.tb_frame.f_code.co_flags & 0x2A0 and not reaches_monitor(tb.tb_frame))
+    settled = own_walk(lambda tb: not tb.tb_frame.f_code.co_flags & RESUMABLE and not reaches_monitor(tb.tb_frame))
 
     frame_code = own_walk(lambda frame: frame.f_code)
 

@@ -58,7 +58,6 @@ CASE_METHODS = frozenset(
 # TestCase's own registry, as every instance starts with it: (type, the name of its method)
 DEFAULT_REGISTRY = tuple(unittest.TestCase()._type_equality_funcs.items())
 UNITTEST = (unittest.TestCase, object)  # (whose functions no registry of a test's may hold)
-FUNCTION = types.FunctionType
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
 
@@ -67,8 +66,7 @@ def class_state(cls):
     """A test's class as it runs its tests: its MRO, and each of its classes' descriptors and callables
     (functions, properties, classes, anything an instance's lookup binds or a call runs: what
     `self.assertX` and the lookup hooks resolve to) by name and identity; other data (setUpClass's) may
-    change. None where a namespace holds a key
-    that is not a string (no lookup in it then)."""
+    change. None where a namespace holds a key that is not a string (no lookup in it then)."""
     mro = MRO(cls)
     if not all(plain_keys(CLASS_DICT(c)) for c in mro):
         return None
@@ -105,7 +103,7 @@ def _registry_vouched(case, funcs):
         for c in MRO(type(case))
         if all(c is not u for u in UNITTEST)
         for v in CLASS_DICT(c).values()
-        if type(v) is FUNCTION
+        if type(v) is types.FunctionType
     ]
     return all(
         any(k is t and type(f) is str and f == name for t, name in DEFAULT_REGISTRY)  # (a name: rounds 14, 15)
