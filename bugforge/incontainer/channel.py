@@ -136,7 +136,7 @@ class Collector:
         if event == "phase":
             self._fold(record)
         elif event == "end":
-            self._end(record.get("nodeid"))
+            self._end(record.get("nodeid"), record.get("duration"))
         elif event == "tamper":
             self._tamper(str(record.get("reason", "")))
         else:
@@ -171,11 +171,16 @@ class Collector:
         if outcome == "failed" and not r["message"]:
             r["message"] = str(p.get("message") or "")
 
-    def _end(self, nodeid):
-        """A test's protocol ended: its `test` record, once, after its `start`."""
+    def _end(self, nodeid, seconds=None):
+        """A test's protocol ended: its `test` record, once, after its `start` (`seconds`: what its phases
+        that were not reported, a passed teardown's, took)."""
         r = self.phases.pop(nodeid, None)
         if r is None:
-            return
+            if nodeid not in self.started or nodeid in self.ended:
+                return
+            r = {"outcome": "passed", "duration": 0.0, "message": ""}  # (its setup passed, unreported; no call)
+        if type(seconds) is float:
+            r["duration"] += seconds
         if nodeid in self.ended:
             self._tamper("%s was reported twice" % nodeid)
         elif nodeid not in self.started:

@@ -26,7 +26,7 @@ import os
 import sys
 import types
 
-from .installed import BUILTIN_NAMES, installed_value
+from .installed import BUILTIN_NAMES, CLASS_DICT, installed_value, plain_keys
 from .witness import blocks
 
 _MARKS = (("pytest", "mark"), ("mark",))
@@ -285,3 +285,31 @@ def collected(items, installed, root):
 def classes_changed(modules):
     """At the session's finish: the test files' classes (modules: what `collected` gave), checked again."""
     return [reason for module, parsed in modules for reason in _classes_changed(module, parsed)]
+
+
+def item_problems(nodeid, entry):
+    """At a test's end (the monitor's check): why its pytest item did not run the function it collected
+    (entry: (the item, the function, its code state, the item's class) at collection; None: not held)."""
+    if entry is None:
+        return []
+    item, fn, code, kind = entry
+    if type(item) is not kind:
+        return ["%s's item was given another class" % nodeid]
+    # (a unittest case's is a new bound method per run, its function counts; its teardown clears it)
+    if not plain_keys(vars(item)):
+        return ["%s's item holds a key that is not a string" % nodeid]
+    now = vars(item).get("_obj")
+    if now is None:
+        now = fn
+    if (now.__func__ if type(now) is types.MethodType else now) is not fn or any(
+        a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code)
+    ):
+        return ["%s did not run the test function it collected" % nodeid]
+    hidden = [
+        k if type(k) is str else "a key that is not a string"
+        for k in vars(item)
+        if type(k) is not str or any(callable(CLASS_DICT(c).get(k)) for c in kind.__mro__)
+    ]
+    if hidden:  # (runtest; a unittest case's result methods, addFailure, addSubTest: the item is its result)
+        return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
+    return []

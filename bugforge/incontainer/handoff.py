@@ -32,8 +32,6 @@ _TEMPLATE = """
 def hook(event, args):
     if @ident@() == @ch@[0]:
         return @inline@(event, args)
-    if @pid@() != @ch@[1] or @finalizing@():
-        return None
     if event not in @always@:
         if event == "exec":
             if not (args and type(args[0]) is @code@ and args[0].co_name == "<module>"):
@@ -58,6 +56,8 @@ def hook(event, args):
                 return None
         else:
             return None
+    if @pid@() != @ch@[1] or @finalizing@():
+        return None
     mask = @ident@() == @ch@[7]
     if mask:
         mask = @sigmask@(@block@, @all@)

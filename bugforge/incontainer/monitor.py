@@ -24,6 +24,7 @@ import sys
 import types
 
 from . import handoff, witness
+from .defined import item_problems
 from .events import (  # (the probe imports the events from here too)
     ATTR,
     CHANNEL,
@@ -46,6 +47,7 @@ from .installed import CLASS_DICT, plain_keys  # (CLASS_DICT: a class's own name
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
+CHAIN = 256  # entries of a traceback judged at its first read (a walk of it reads them in turn)
 _STARTED = []  # one install per process
 
 
@@ -65,7 +67,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
 
     state = {"fd": None, "key": b"", "seq": 0, "pid": None, "pinned": (), "snap": None, "compare": None,
              "accepted": {}, "pin_pid": None, "watched": frozenset(), "items": {}, "items_pid": None, "started": False,
-             "bindings": (), "defined": [], "shadows": ()}  # fmt: skip
+             "bindings": (), "defined": [], "shadows": (), "current": None}  # fmt: skip
     dumps, loads, write, getpid, getframe = json.dumps, json.loads, os.write, os.getpid, sys._getframe
     mac_of, seen = getattr(_hashlib, "hmac_digest", None) or hmac.digest, witness.Witness()  # (OpenSSL's C)
     main, walking, cleared = threading.main_thread().ident, [False], {}  # (walking: see inline; cleared: handoff)
@@ -214,6 +216,20 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
 
     frame_code = own_walk(lambda frame: frame.f_code)
 
+    def end_current(seconds):
+        """The running test's protocol is over (the next one starts, or the session finishes): its `end`,
+        with the seconds its passed teardown took (report.py), after the checks of a test's end."""
+        if state["current"] is not None:
+            deliver(
+                {"event": "end", "nodeid": state["current"], "duration": seconds if type(seconds) is float else 0.0}
+            )
+
+    def deliver(record):
+        seen.record(record)
+        for reason in checks(record) if record.get("event") in ("start", "end", "finish") else ():
+            tamper(reason)
+        send(record)
+
     def checks(record):
         """Before a test's start (the first), its end and the session's finish: what changed."""
         kind = record.get("event")
@@ -232,38 +248,12 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         if state["snap"] is not None:
             out += state["compare"](state["snap"], kind == "finish", state["accepted"])
         if kind == "end" and state["items"]:
-            out += item_problems(record.get("nodeid"))
+            out += item_problems(record.get("nodeid"), state["items"].get(record.get("nodeid")))
         if kind == "end":
             out += seen.problems(record.get("nodeid"))
         shadowed = [w for w, ns, hidden in state["shadows"] if not plain_keys(ns) or not hidden.isdisjoint(ns)]
         out += ["%s was given a global that hides a builtin" % w for w in shadowed]  # (plain keys: no key's code runs)
         return out
-
-    def item_problems(nodeid):
-        entry = state["items"].get(nodeid)
-        if entry is None:
-            return []
-        item, fn, code, kind = entry
-        if type(item) is not kind:
-            return ["%s's item was given another class" % nodeid]
-        # (a unittest case's is a new bound method per run, its function counts; its teardown clears it)
-        if not plain_keys(vars(item)):
-            return ["%s's item holds a key that is not a string" % nodeid]
-        now = vars(item).get("_obj")
-        if now is None:
-            now = fn
-        if (now.__func__ if type(now) is types.MethodType else now) is not fn or any(
-            a is not b for a, b in zip((fn.__code__, fn.__defaults__, fn.__kwdefaults__), code)
-        ):
-            return ["%s did not run the test function it collected" % nodeid]
-        hidden = [
-            k if type(k) is str else "a key that is not a string"
-            for k in vars(item)
-            if type(k) is not str or any(callable(CLASS_DICT(c).get(k)) for c in kind.__mro__)
-        ]
-        if hidden:  # (runtest; a unittest case's result methods, addFailure, addSubTest: the item is its result)
-            return ["%s's %s was replaced on the item" % (nodeid, ", ".join(sorted(hidden)))]
-        return []
 
     def _handle(event, args, frame, thread):  # noqa: C901, PLR0915 (one branch per event the monitor judges)
         """frame: the frame that raised the event (sys.audit's caller); thread: its thread's ident."""
@@ -282,11 +272,11 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             elif on_behalf_of_tree(frame):
                 tamper("a record was sent on behalf of the tree's code")
             else:
-                seen.record(record)
                 cleared.clear()  # (holding no traceback past a record: the tests' objects die as they would)
-                for reason in checks(record) if record.get("event") in ("start", "end", "finish") else ():
-                    tamper(reason)
-                send(record)
+                if record.get("event") in ("start", "finish"):
+                    end_current(record.pop("before", 0.0))
+                    state["current"] = record.get("nodeid") if record["event"] == "start" else None
+                deliver(record)
         elif event == EXIT:
             reason = seen.exited(frame, frame_code(frame))
             if reason:
@@ -333,7 +323,10 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         elif event == "object.__setattr__" and plain(args, 1) and args[1] in SWAPS and id(args[0]) in state["watched"]:
             tamper("the %s of %s was swapped" % (args[1], getattr(args[0], "__qualname__", "a watched function")))
         elif event == ATTR and plain(args, 1) and type(args[0]) is TRACEBACK and settled(args[0]):
-            cleared[id(args[0])] = args[0]  # (its reads until the next record: no handoff)
+            tb, n = args[0], 0  # (its reads until the next record: no handoff; so its successors', which
+            while type(tb) is TRACEBACK and n < CHAIN and settled(tb):  # a walk of the traceback reads next)
+                cleared[id(tb)] = tb
+                tb, n = tb.tb_next, n + 1
         elif event == ATTR and plain(args, 1) and args[1] != "f_code" and culprit(frame, thread):
             if reaches_monitor(getattr(args[0], args[1], None)):  # (a traceback the monitor thread made)
                 tamper("code of the tree took a frame of the grader's monitor thread (%s)" % args[1])

@@ -115,7 +115,7 @@ class Probe:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        self.report.emit({"event": "start", "nodeid": item.nodeid, "t": time.time()})
+        self.report.start(item.nodeid)
         if self.tracker.active:
             self.tracker.start_test(item)
         self.limits.start_test(item.nodeid)
@@ -123,7 +123,6 @@ class Probe:
         self.limits.end_test()
         if self.tracker.active:
             self.tracker.switch("")
-        self.report.end(item.nodeid)
         self.integrity.outcome(item.nodeid)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -157,7 +156,7 @@ class Probe:
         hooks = {name: globals()[name] for name in HOOKS}
         for reason in self.integrity.problems(session, exitstatus, hooks) + classes_changed(self.test_modules):
             _audit(TAMPER, reason)
-        self.report.emit({"event": "finish", "exitstatus": int(exitstatus)})
+        self.report.finish(exitstatus)
         if self.lookups_path:
             with open(self.lookups_path, "w") as f:
                 json.dump({"seen": self.tracker.seen_lists(), "fixtures": self.tracker.fixture_users}, f)

@@ -1,10 +1,13 @@
 """The probe's report and limits. Report sends the run's records through the monitor (monitor.py) to
-the collector (channel.py): `start`, `phase` (each of a test's setup, call and teardown as pytest
-reported it, and what pytest's call of it did), `end`, `collect_error`, `timeout`, `finish`. The
-collector, out of the test process's reach, folds a test's phases into its outcome and writes the `test`
-records, so a killed run still tells which tests finished and which one was running. Limits holds the per-test limit (CPU-seconds of the test
-thread, or three times as many wall-seconds) and the run's budget, and its watchdog thread ends the run
-with 124 past either. docs/probe.md. Python 3.9, standard library only."""
+the collector (channel.py): `start` (with the time the previous test's passed teardown took), `phase`
+(a test's call, and its setup or teardown only when it did not simply pass: each as pytest reported it,
+with what pytest's call of it did), `collect_error`, `timeout`, `finish`. The monitor ends a test (an
+`end` record) when the next one starts or the session finishes: a phase that passed and a test's end
+cost the test process no handoff to the monitor. The collector, out of the test process's reach, folds
+a test's phases into its outcome and writes the `test` records, so a killed run still tells which tests
+finished and which one was running. Limits holds the per-test limit (CPU-seconds of the test thread, or
+three times as many wall-seconds) and the run's budget, and its watchdog thread ends the run with 124
+past either. docs/probe.md. Python 3.9, standard library only."""
 
 import os
 import sys
@@ -21,6 +24,7 @@ class Report:
     def __init__(self, root):
         self.root = root
         self.channel = False  # whether the run has a verdict channel (the test server's own process has none)
+        self.unsent = [0.0]  # seconds of passed setups and teardowns not yet sent (a duration only: no verdict)
 
     def open(self):
         """Hand the run's channel (BUGFORGE_CHANNEL), if any, to the monitor."""
@@ -30,12 +34,26 @@ class Report:
         """Send a record through the monitor (only this function's code may; it drops it without a channel)."""
         _audit(RECORD, record)
 
-    def end(self, nodeid):
-        self.emit({"event": "end", "nodeid": nodeid})
+    def start(self, nodeid):
+        """A test starts; the record carries the seconds the previous test's passed teardown took."""
+        self.emit({"event": "start", "nodeid": nodeid, "t": time.time(), "before": self.take_unsent()})
+
+    def finish(self, exitstatus):
+        self.emit({"event": "finish", "exitstatus": int(exitstatus), "before": self.take_unsent()})
+
+    def take_unsent(self):
+        seconds, self.unsent[0] = self.unsent[0], 0.0
+        return seconds
 
     def phase(self, nodeid, when, report, raised, failure):
         """One phase of a test, as pytest's report of it says, with what pytest's call of it did (raised;
-        raised a failure, not a skip or xfail): the collector checks the one against the other."""
+        raised a failure, not a skip or xfail): the collector checks the one against the other. A setup
+        or teardown that simply passed is not sent (the collector counts an unreported one as passed):
+        only its duration is kept, for the next record. The decision is made here, on pytest's report as
+        it leaves the outermost hook wrapper, before any code of the tree runs again."""
+        if when != "call" and str(report.outcome) == "passed" and not raised and not hasattr(report, "wasxfail"):
+            self.unsent[0] += float(report.duration)
+            return
         self.emit(
             {
                 "event": "phase",
@@ -43,7 +61,7 @@ class Report:
                 "when": when,
                 "outcome": str(report.outcome),
                 "wasxfail": hasattr(report, "wasxfail"),
-                "duration": float(report.duration),
+                "duration": float(report.duration) + self.take_unsent(),
                 "message": self.message(report) if report.failed else "",
                 "raised": raised,
                 "failure": failure,

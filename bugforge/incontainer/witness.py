@@ -27,7 +27,7 @@ import sys
 import types
 import unittest
 
-from .installed import CLASS_DICT, MRO, binds, plain_keys
+from .caseclass import as_collected, class_state, registry_vouched
 
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
 STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
@@ -55,61 +55,8 @@ def _has_yield(fn):
 CASE_METHODS = frozenset(
     n for n in dir(unittest.TestCase) if not n.startswith("_") and callable(getattr(unittest.TestCase, n))
 )
-# TestCase's own registry, as every instance starts with it: (type, the name of its method)
-DEFAULT_REGISTRY = tuple(unittest.TestCase()._type_equality_funcs.items())
-UNITTEST = (unittest.TestCase, object)  # (whose functions no registry of a test's may hold)
 # what TestCase's methods look up on the instance: its methods (public and private) and failureException
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
-
-
-def class_state(cls):
-    """A test's class as it runs its tests: its MRO, and each of its classes' descriptors and callables
-    (functions, properties, classes, anything an instance's lookup binds or a call runs: what
-    `self.assertX` and the lookup hooks resolve to) by name and identity; other data (setUpClass's) may
-    change. None where a namespace holds a key that is not a string (no lookup in it then)."""
-    mro = MRO(cls)
-    if not all(plain_keys(CLASS_DICT(c)) for c in mro):
-        return None
-    found = [(k, v) for c in mro[:-1] for k, v in CLASS_DICT(c).items() if _descriptor(v) or callable(v)]
-    return mro, tuple(k for k, _ in found), tuple(v for _, v in found)
-
-
-_BINDS = frozenset(map(id, (types.FunctionType, staticmethod, classmethod, property)))
-_DATA = frozenset(map(id, (type(None), bool, int, float, str, bytes, tuple, list, dict, set, frozenset)))
-
-
-def _descriptor(value):
-    """Whether a class's attribute binds on lookup (its class's namespaces read plainly: no code runs;
-    one whose keys are not all strings counts as binding)."""
-    kind = type(value)
-    if id(kind) in _BINDS or id(kind) in _DATA:
-        return id(kind) in _BINDS
-    return binds(kind)
-
-
-def _same(a, b):
-    return type(a) is tuple and type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _registry_vouched(case, funcs):
-    """Whether a TestCase instance's type-equality registry (what assertEqual calls for a type) holds
-    only what its classes vouch for: TestCase's own defaults (a name for a type), and functions the
-    test's own classes define (not unittest's: round 15), bound to it. Exact types and identities only:
-    no code of the tree's objects runs here."""
-    if type(funcs) is not dict:  # (TestCase.__init__ gives every instance its own; not the class's, round 14)
-        return False
-    own = [
-        v
-        for c in MRO(type(case))
-        if all(c is not u for u in UNITTEST)
-        for v in CLASS_DICT(c).values()
-        if type(v) is types.FunctionType
-    ]
-    return all(
-        any(k is t and type(f) is str and f == name for t, name in DEFAULT_REGISTRY)  # (a name: rounds 14, 15)
-        or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
-        for k, f in funcs.items()
-    )
 
 
 # what the inserted code calls, as constants of the compiled code (`constants`): no name is looked up,
@@ -283,6 +230,7 @@ class Witness:
         self.exits = {}  # node id -> how its function's calls ended ([_RETURNED | _RAISED, ...])
         self.passed = set()  # node ids whose call phase pytest reported passed
         self.classes = {}  # node id -> (its collected class, class_state then)
+        self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
         self.current = None
 
     def compiled(self, module_code):
@@ -310,13 +258,11 @@ class Witness:
                 return "a test case instance's namespace is not a plain dict"
             if any(type(k) is not str for k in own) or not SHADOWABLE.isdisjoint(own):
                 return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
-            if not _registry_vouched(case, own.get("_type_equality_funcs")):
+            if not registry_vouched(case, own.get("_type_equality_funcs")):
                 return "a test case's type-equality registry is not its own, of its classes' methods only"
         kind = self.classes.get(self.current)
-        if kind is not None and case is not None:  # (the collected class, its bases and hooks as collected)
-            now = class_state(kind[0])
-            if type(case) is not kind[0] or now is None or not all(map(_same, now, kind[1])):
-                return "a test ran on an instance of another class, or its class's bases or methods changed"
+        if kind is not None and case is not None and not as_collected(case, *kind, self.verified):
+            return "a test ran on an instance of another class, or its class's bases or methods changed"
         if self.current is not None and code is self.expect.get(self.current):
             self.exits.setdefault(self.current, []).append(local.get(STATE))
         return ""
@@ -324,9 +270,12 @@ class Witness:
     def collected(self, tests):
         """tests: (node id, its module's file, its def's key, the collected function). Why a test module
         ran code the grader did not compile."""
-        out = []
+        out, states = [], {}  # (a class's state once: its tests share it)
         for nodeid, module_file, key, fn, cls in tests:
-            state = class_state(cls) if issubclass(type(cls), type) else None  # (no __class__ property runs)
+            known = states.get(id(cls))
+            if known is None or known[0] is not cls:
+                known = states[id(cls)] = (cls, class_state(cls) if issubclass(type(cls), type) else None)
+            state = known[1]  # (issubclass of its type: no __class__ property runs)
             if state is not None:
                 self.classes[nodeid] = (cls, state)
             code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
