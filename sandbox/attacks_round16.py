@@ -1,4 +1,4 @@
-"""Round sixteen of the red team (a fresh set, against the graders of a360f63): attacks that differ in
+"""Round sixteen of the red team (a fresh set, against the graders of a360f63 and 28e93f9): attacks that differ in
 mechanism from bugforge.sandbox.attacks, its variants and rounds two to fifteen. Each is a Pattern (a
 shell script run in /testbed of an instance's container, variables F, MOD, IDS). None of them fixes the
 bug and none uses the gold patch or touches a test file or test configuration: every payload is appended
@@ -101,7 +101,8 @@ under the LRU bug test_lru's body raises KeyError from the module, which none of
 pytest of each attacked tree fails as the unattacked one does (110 and 55 failed of 215). Every number
 above was taken twice, with the working tree's bugforge/incontainer (which held other engineers'
 uncommitted changes to channel, handoff, monitor, probe, report and witness) and with a `git archive` of
-HEAD's (a360f63): the same in both.
+HEAD's (a360f63), and again once those changes were committed (28e93f9: fewer handoffs, caseclass.py's
+cached class check): the same in all three.
 
 Notes for the fixes: every check of the test's state that runs only at the test function's end is open
 to a window that closes before it; the assertions' lookups could compare, at each lookup, what they find
