@@ -12,7 +12,6 @@ from .installed import CLASS_DICT, MRO, binds, plain_keys
 
 # TestCase's own registry, as every instance starts with it: (type, the name of its method)
 DEFAULT_REGISTRY = tuple(unittest.TestCase()._type_equality_funcs.items())
-UNITTEST = (unittest.TestCase, object)  # (whose functions no registry of a test's may hold)
 
 
 def class_state(cls):
@@ -70,23 +69,16 @@ def _same(a, b):
     return type(a) is tuple and type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def registry_vouched(case, funcs):
+def registry_vouched(case, funcs, registered):
     """Whether a TestCase instance's type-equality registry (what assertEqual calls for a type) holds
-    only what its classes vouch for: TestCase's own defaults (a name for a type), and functions the
-    test's own classes define (not unittest's: round 15), bound to it. Exact types and identities only:
-    no code of the tree's objects runs here."""
+    only what the test vouches for: TestCase's own defaults (a name for a type), and asserters the test's
+    own code registered through addTypeEqualityFunc (`registered(case, type, asserter)`: casecode.py,
+    round 16). Exact types and identities only: no code of the tree's objects runs here."""
     if type(funcs) is not dict:  # (TestCase.__init__ gives every instance its own; not the class's, round 14)
         return False
-    own = [
-        v
-        for c in MRO(type(case))
-        if all(c is not u for u in UNITTEST)
-        for v in CLASS_DICT(c).values()
-        if type(v) is types.FunctionType
-    ]
     return all(
         any(k is t and type(f) is str and f == name for t, name in DEFAULT_REGISTRY)  # (a name: rounds 14, 15)
-        or (type(f) is types.MethodType and f.__self__ is case and any(f.__func__ is v for v in own))
+        or registered(case, k, f)
         for k, f in funcs.items()
     )
 

@@ -1,24 +1,63 @@
-"""unittest's own assertion code, recompiled so that what it looks up on a test case is TestCase's (round
-15): in TestCase's methods, `self.NAME` for a name TestCase defines as callable (fail, _getAssertEqualityFunc,
-_formatMessage, failureException, every assertX; `getattr(self, NAME)` in assertEqual's dispatch only),
-and in the assertion contexts `self.test_case.NAME`, are found on the case's class and bound as Python
-binds them, never on the instance: a no-op put on the instance for one assertion and taken away inside it
-is not called. Done once, when the probe is imported (before any code of the tree and before the
-integrity snapshot, which then holds these functions as the genuine ones). docs/security.md, 3.
+"""unittest's own assertion code, recompiled when the probe is imported (before any code of the tree and
+before the integrity snapshot, which then holds these functions as the genuine ones) so that nothing a
+test's run changes between two of the grader's checks steers it. docs/security.md, 3.
+- In TestCase's methods, `self.NAME` for a name TestCase defines as callable (fail, _formatMessage,
+  failureException, every assertX; `getattr(self, NAME)` in assertEqual's dispatch), and in the assertion
+  contexts `self.test_case.NAME`, are found on the case's class and bound as Python binds them, never on
+  the instance (round 15).
+- Every name these methods read from unittest.case's namespace (the assertion contexts' classes,
+  SkipTest, safe_repr, ...) is the value it had then, a constant of their code (round 16).
+- assertEqual reads its type-equality registry through `vetted` (round 16): a plain dict, whose entry
+  for the type is TestCase's default name for it or an asserter that the monitor saw the test's own code
+  register (addTypeEqualityFunc raises REGISTERED); any other is refused where it is looked up.
 Python 3.9, standard library only."""
 
 import ast
 import os
+import sys
 import types
+import warnings
 
-from .witness import METHOD, METHOD_BIND, SHADOWABLE, constants
+from .caseclass import DEFAULT_REGISTRY
+from .witness import AUDIT, CONSTANTS, METHOD, METHOD_BIND, SHADOWABLE, constants
+
+REGISTERED, ASSERTER = "bugforge.registered", "bugforge.asserter"
+_GLOBAL, _VETTED = "\0bugforge.global:", "\0bugforge.vetted"
+
+
+def vetted(case, kind, _defaults=DEFAULT_REGISTRY, _get=dict.get, _type=type, _audit=sys.audit, _event=ASSERTER):
+    """What assertEqual may use of `case`'s registry for `kind` (for `self._type_equality_funcs.get(kind)`
+    in _getAssertEqualityFunc). Reads no global: what it uses is its defaults. A registry that is not a
+    plain dict, or an entry that is not TestCase's default name for the type, goes to the monitor, which
+    refuses it unless the test's own code registered it (then the PermissionError fails the assertion)."""
+    registry = case._type_equality_funcs
+    if _type(registry) is not dict:
+        _audit(_event, case, kind, registry, False)
+        return None
+    found = _get(registry, kind)
+    if found is None:
+        return None
+    if _type(found) is str:
+        for k, name in _defaults:
+            if k is kind and name == found:
+                return found
+    _audit(_event, case, kind, found, True)
+    return found
 
 
 class _CaseLookups(ast.NodeTransformer):
-    """The lookups above -> `METHOD(receiver, NAME)`; `changed` says whether any was found."""
+    """The lookups above -> `METHOD(receiver, NAME)`, the module's names -> constants, the registry's
+    read -> `vetted(self, kind)`; `changed` says whether any was found."""
 
-    def __init__(self, in_case, dispatch):
+    def __init__(self, in_case, dispatch, module_names):
         self.in_case, self.dispatch, self.changed = in_case, dispatch, False
+        self.module_names = module_names  # (the module's global names this function does not bind)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.module_names:
+            self.changed = True
+            return ast.copy_location(ast.Constant(_GLOBAL + node.id), node)
+        return node
 
     def _method(self, receiver, name, node):
         self.changed = True
@@ -39,6 +78,9 @@ class _CaseLookups(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         func, args = node.func, node.args
+        if self.dispatch and _is_registry_get(func) and len(args) == 1 and not node.keywords:
+            self.changed = True
+            return ast.copy_location(ast.Call(ast.Constant(_VETTED), [func.value.value, args[0]], []), node)
         if (
             self.dispatch and isinstance(func, ast.Name) and func.id == "getattr" and len(args) == 2
             and not node.keywords and isinstance(args[0], ast.Name) and args[0].id == "self"
@@ -47,17 +89,64 @@ class _CaseLookups(ast.NodeTransformer):
         return node
 
 
+def _is_registry_get(func):
+    """`self._type_equality_funcs.get`"""
+    return (
+        isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "_type_equality_funcs" and isinstance(func.value.value, ast.Name)
+        and func.value.value.id == "self"
+    )  # fmt: skip
+
+
+def _module_names(tree):
+    """The names a module's top level binds (its functions, classes, imports, assignments)."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _bound_in(fn):
+    """Every name a function binds anywhere in it, nested scopes included (those stay lookups)."""
+    names = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+    names.update(n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and node is not fn:
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
 def _harden_source(tree):
     """Rewrite the classes' methods in place; the names of the (class, method) pairs rewritten."""
-    done = set()
+    done, module_names = set(), _module_names(tree)
     for cls in tree.body:
         if not isinstance(cls, ast.ClassDef):
             continue
         for fn in cls.body:
             if not isinstance(fn, ast.FunctionDef):
                 continue
-            lookups = _CaseLookups(cls.name == "TestCase", fn.name == "_getAssertEqualityFunc")
+            names = module_names - _bound_in(fn)
+            lookups = _CaseLookups(cls.name == "TestCase", fn.name == "_getAssertEqualityFunc", names)
             lookups.visit(fn)
+            if (
+                cls.name == "TestCase" and fn.name == "addTypeEqualityFunc"
+            ):  # (the monitor holds what the test registers)
+                fn.body[:0] = ast.parse(
+                    "%s = %r\n%s(%r, self, typeobj, function)" % (AUDIT, "\0bugforge.audit", AUDIT, REGISTERED)
+                ).body
+                lookups.changed = True
             if lookups.changed:
                 bind = ast.parse(METHOD_BIND).body[0]
                 ast.copy_location(bind, fn.body[0])
@@ -67,14 +156,15 @@ def _harden_source(tree):
     return done
 
 
-def _codes(module_code, wanted):
-    """{(class, method, first line): code} of the compiled module's methods named in `wanted`."""
+def _codes(module_code, wanted, names):
+    """{(class, method, first line): code} of the compiled module's methods named in `wanted`, their
+    stand-ins replaced by what `names` maps them to."""
     out = {}
     for body in module_code.co_consts:
         if isinstance(body, types.CodeType):
             for code in body.co_consts:
                 if isinstance(code, types.CodeType) and (body.co_name, code.co_name) in wanted:
-                    out[(body.co_name, code.co_name, code.co_firstlineno)] = constants(code)
+                    out[(body.co_name, code.co_name, code.co_firstlineno)] = constants(code, names)
     return out
 
 
@@ -85,7 +175,11 @@ def harden(module):
     with open(path, "rb") as f:
         tree = ast.parse(f.read(), path)
     wanted = _harden_source(tree)
-    codes = _codes(compile(tree, path, "exec", dont_inherit=True), wanted)
+    names = dict(CONSTANTS, **{_GLOBAL + k: v for k, v in vars(module).items()}, **{_VETTED: vetted})
+    with warnings.catch_warnings():  # (the stand-ins: a str constant called, compared with `is`)
+        warnings.simplefilter("ignore")
+        module_code = compile(tree, path, "exec", dont_inherit=True)
+    codes = _codes(module_code, wanted, names)
     swapped = 0
     for name, cls in list(vars(module).items()):
         if not isinstance(cls, type) or cls.__module__ != module.__name__:

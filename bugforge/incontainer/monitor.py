@@ -3,17 +3,11 @@
 `install` runs when the probe is imported, before any code of the tree (start.py); no Python code can
 remove an audit hook. The state (the channel's descriptor, the run's key) and every check live in the
 monitor's own thread (handoff.py), which the tree's code reaches only through audited steps, each refused.
-The probe's events (docs/security.md, 3):
-- `bugforge.record`, from the probe's `Report.emit` only (its caller's code object): sent with an HMAC
-  under the run's key and a sequence number (channel.py); from anywhere else, refused.
-- `bugforge.tamper`, from anywhere (integrity.py): a tamper record.
-- `bugforge.pin` (the probe's classes and state, checked before each start, end and the finish; once per
-  process, or again before the channel is set) and `bugforge.items` (what defined.py found at collection,
-  checked at each end), from the probe's own code only.
-- `bugforge.compiled` (a test module witness.py compiled) and `bugforge.exit` (how a test's own function
-  ended): the witness, checked at the test's end.
-It raises tamper records itself for what events.py lists, and refuses an exec.
-Python 3.9, standard library only."""
+The grader's own events (events.OWN_EVENTS; docs/security.md, 3), each from its own code only: records
+(Report.emit: sent with an HMAC under the run's key and a sequence number, channel.py), the probe's pinned
+state and collected tests (checked before each start, end and the finish), the witness's compiled modules
+and test exits, unittest's registrations and asserters (casecode.py); `bugforge.tamper` from anywhere.
+It raises tamper records itself for what events.py lists, and refuses an exec. Python 3.9, stdlib only."""
 
 import _hashlib
 import _socket
@@ -22,10 +16,12 @@ import json
 import os
 import sys
 import types
+import unittest
 
 from . import handoff, witness
 from .defined import item_problems
 from .events import (  # (the probe imports the events from here too)
+    ASSERTER,
     ATTR,
     CHANNEL,
     COMPILED,
@@ -34,16 +30,18 @@ from .events import (  # (the probe imports the events from here too)
     FRAME_READS,
     HARMLESS,
     ITEMS,
+    OWN_EVENTS,
     PIN,
     PROC_FD,
     RECORD,
+    REGISTERED,
     SWAPS,
     TAMPER,
     TRACING,
     WATCHED,
     is_file_source,
 )
-from .installed import CLASS_DICT, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
+from .installed import CLASS_DICT, MRO, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
@@ -286,10 +284,18 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 seen.executed(args[0])
         elif event == TAMPER:
             tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
-        elif event in (CHANNEL, PIN, ITEMS, COMPILED) and not caller_is(event, frame):
+        elif event in (CHANNEL, PIN, ITEMS, COMPILED, REGISTERED, ASSERTER) and not caller_is(event, frame):
             tamper("%s was raised from outside the probe" % event)
         elif event == COMPILED:
             seen.compiled(args[0])
+        elif event == REGISTERED:  # (addTypeEqualityFunc, recompiled: casecode.py)
+            if culprit(frame, thread):
+                tamper("code of the tree registered an asserter for assertEqual")
+            else:
+                seen.register(args)
+        elif event == ASSERTER and seen.unregistered(args):  # (casecode.vetted: refused where it is looked up)
+            tamper(seen.unregistered(args))
+            raise Refused("bugforge: assertEqual's asserter was not registered by the test")
         elif event == CHANNEL:
             if state["pid"] == getpid():
                 tamper("the verdict channel was replaced")
@@ -354,6 +360,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             return "swapped a function's %s" % args[1]
         if event == "object.__setattr__" and plain(args, 1) and args[1] == "__class__" and len(args) > 2:
             new = args[2]
+            if any(c is unittest.TestCase for c in MRO(type(args[0]))):  # (a check reads its class at the end only)
+                return "changed the class of a test case"
             if issubclass(type(new), type) and not plain_keys(CLASS_DICT(new)):
                 return "gave an object a class whose namespace holds a key that is not a string"
             if issubclass(type(new), type) and "__getattribute__" in CLASS_DICT(new):
@@ -375,7 +383,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             return "wrapped the verdict channel in a socket" if same else None
         return None
 
-    always = {RECORD, EXIT, COMPILED, CHANNEL, PIN, ITEMS, TAMPER, "os.exec", "socket.__new__", *WATCHED}
+    always = {*OWN_EVENTS, "os.exec", "socket.__new__", *WATCHED}
     wanted = {
         "always": frozenset(always),
         "installed": installed + (own_dir,),

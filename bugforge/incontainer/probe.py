@@ -33,7 +33,7 @@ from .defined import classes_changed, collected
 from .installed import installed_dirs
 from .integrity import Integrity, compare
 from .lookups import Watcher
-from .monitor import CHANNEL, COMPILED, ITEMS, PIN, RECORD, TAMPER, install
+from .monitor import ASSERTER, CHANNEL, COMPILED, ITEMS, PIN, RECORD, REGISTERED, TAMPER, install
 from .report import Limits, Report
 from .tracking import Tracker
 
@@ -197,6 +197,8 @@ install(  # before the channel is opened, and before any code of the tree (start
         PIN: Probe.pin.__code__,
         ITEMS: Probe.pytest_collection_finish.__code__,
         COMPILED: witnessed,
+        REGISTERED: unittest.case.TestCase.addTypeEqualityFunc.__code__,
+        ASSERTER: casecode.vetted.__code__,
         "watchdog": Limits._watchdog.__code__,
     },
 )

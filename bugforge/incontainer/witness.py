@@ -69,19 +69,19 @@ METHOD_BIND = (
 ) % ("\0bugforge.type", "\0bugforge.getattr", "\0bugforge.hasattr")
 
 
-def constants(code):
-    """The compiled code with the inserted code's stand-in strings replaced by what they name (in
-    nested code and in tuples: a lambda's defaults are one tuple constant)."""
-    return code.replace(co_consts=tuple(map(_constant, code.co_consts)))
+def constants(code, names=CONSTANTS):
+    """The compiled code with the inserted code's stand-in strings replaced by what they name (`names`;
+    in nested code and in tuples: a lambda's defaults are one tuple constant)."""
+    return code.replace(co_consts=tuple(_constant(c, names) for c in code.co_consts))
 
 
-def _constant(c):
+def _constant(c, names):
     kind = type(c)
     if kind is types.CodeType:
-        return constants(c)
+        return constants(c, names)
     if kind is tuple:
-        return tuple(map(_constant, c))
-    return CONSTANTS.get(c, c) if kind is str else c
+        return tuple(_constant(x, names) for x in c)
+    return names.get(c, c) if kind is str else c
 
 
 class _ClassMethods(ast.NodeTransformer):
@@ -231,6 +231,7 @@ class Witness:
         self.passed = set()  # node ids whose call phase pytest reported passed
         self.classes = {}  # node id -> (its collected class, class_state then)
         self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
+        self.registered = {}  # (id of a case, id of a type) -> (case, type, asserter) the test's code registered
         self.current = None
 
     def compiled(self, module_code):
@@ -258,7 +259,7 @@ class Witness:
                 return "a test case instance's namespace is not a plain dict"
             if any(type(k) is not str for k in own) or not SHADOWABLE.isdisjoint(own):
                 return "a test case instance was given its own %s" % ", ".join(sorted(SHADOWABLE.intersection(own)))
-            if not registry_vouched(case, own.get("_type_equality_funcs")):
+            if not registry_vouched(case, own.get("_type_equality_funcs"), self.vouched):
                 return "a test case's type-equality registry is not its own, of its classes' methods only"
         kind = self.classes.get(self.current)
         if kind is not None and case is not None and not as_collected(case, *kind, self.verified):
@@ -299,9 +300,28 @@ class Witness:
         elif kind == "phase" and record.get("when") == "call" and record.get("outcome") not in ("failed", "skipped"):
             self.passed.add(nodeid)  # (any other word could be folded as a pass: it must be earned)
 
+    def register(self, args):
+        """addTypeEqualityFunc(case, type, asserter), called by the test's own code (casecode.py)."""
+        if len(args) == 3:
+            self.registered[(id(args[0]), id(args[1]))] = args
+
+    def vouched(self, case, kind, asserter):
+        entry = self.registered.get((id(case), id(kind)))
+        return entry is not None and entry[0] is case and entry[1] is kind and entry[2] is asserter
+
+    def unregistered(self, args):
+        """Why assertEqual may not use what a case's registry holds for a type (casecode.vetted's
+        (case, type, entry, plain dict or not)): "" when it may."""
+        if len(args) != 4 or args[3] is not True:
+            return "a test case's type-equality registry is not a plain dict"
+        if not self.vouched(*args[:3]):
+            return "assertEqual was given an asserter the test's own code did not register"
+        return ""
+
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""
         self.current = None
+        self.registered.clear()  # (registrations are a case's, made in its test)
         if nodeid not in self.passed or self.expect.get(nodeid) is None:
             return []
         exits = self.exits.get(nodeid, [])
