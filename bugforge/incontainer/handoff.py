@@ -8,7 +8,10 @@ by `f_back`, shows only the event and its arguments. For any thread but the moni
 the main thread's signals, hands the event over and waits; the monitor thread finds the raising frame
 on that thread's stack (under the hook's frame) and judges it there. Python runs signal handlers only in
 the main thread, so none ever runs among the monitor's frames; another thread reaches them only through
-`sys._current_frames` or `gc` (audited, and tampering). In the monitor thread itself the hook calls
+`sys._current_frames` or `gc` (audited, and tampering). A signal that another thread takes while the
+main thread's are blocked still has its Python handler run in the main thread, at the hook's next
+bytecode: an event that handler raises while its thread is inside its own handoff is refused (a nested
+handoff would wait on the gate its own thread holds). In the monitor thread itself the hook calls
 `inline`: an event raised there comes from the monitor's own checks, or from code of the tree that a
 check ran (a method of an object it read), which the monitor refuses (monitor.py).
 
@@ -23,8 +26,8 @@ import types
 import warnings
 
 # the channel, read by the hook through its code's constants: [monitor thread, its pid, gate, wake, done,
-# event handed over, result, main thread]
-MON, PID, GATE, WAKE, DONE, BOX, RESULT, MAIN = range(8)
+# event handed over, result, main thread, threads inside their handoff now]
+MON, PID, GATE, WAKE, DONE, BOX, RESULT, MAIN, INSIDE = range(9)
 
 # the hook; each @NAME@ is a constant of its code (see `_hook`). An event the monitor does not judge
 # (most of them: attribute reads, imports, opens) returns at once, judged by exact types only.
@@ -58,18 +61,23 @@ def hook(event, args):
             return None
     if @pid@() != @ch@[1] or @finalizing@():
         return None
-    mask = @ident@() == @ch@[7]
+    me = @ident@()
+    if me in @ch@[8]:
+        raise @refused@("bugforge: an event raised inside the grader's own handoff (a signal handler)")
+    mask = me == @ch@[7]
     if mask:
         mask = @sigmask@(@block@, @all@)
+    @ch@[8][me] = True
     @ch@[2].acquire()
     try:
-        @ch@[5] = (event, args, @ident@())
+        @ch@[5] = (event, args, me)
         @ch@[3].release()
         @ch@[4].acquire()
         result = @ch@[6]
         @ch@[6] = None
     finally:
         @ch@[2].release()
+        @ch@[8].pop(me, None)
         if mask is not False:
             @sigmask@(@setmask@, mask)
     if result is not None:
@@ -151,14 +159,14 @@ def start(inline, judge, wanted, quietly):
     those the monitor refuses), and opening or listing a path under /proc). quietly(fn): fn, its
     audited steps (reading other threads' frames) not judged by `inline` (the search for the raising
     frame reads only frames and dicts of ints)."""
-    ch = [None, None, None, None, None, None, None, None]  # (no pid yet: events pass by until launched)
+    ch = [None, None, None, None, None, None, None, None, {}]  # (no pid yet: events pass by until launched)
     hook = _hook(
         dict(
             wanted, ident=_thread.get_ident, ch=ch, inline=inline, pid=os.getpid, finalizing=sys.is_finalizing,
             sigmask=_signal.pthread_sigmask, block=_signal.SIG_BLOCK, setmask=_signal.SIG_SETMASK,
             all=frozenset(_signal.valid_signals()), code=types.CodeType, paths=("open", "os.listdir", "os.scandir"),
             frames=frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame")),
-            proc={str: "/proc/", bytes: b"/proc/"}, frame=types.FrameType, id=id,
+            proc={str: "/proc/", bytes: b"/proc/"}, frame=types.FrameType, id=id, refused=PermissionError,
             globals={"__builtins__": __builtins__},
         )
     )  # fmt: skip
@@ -190,7 +198,7 @@ def start(inline, judge, wanted, quietly):
         ch[GATE], ch[WAKE], ch[DONE] = _thread.allocate_lock(), _thread.allocate_lock(), _thread.allocate_lock()
         ch[WAKE].acquire()
         ch[DONE].acquire()
-        ch[MAIN], ch[RESULT] = _thread.get_ident(), None
+        ch[MAIN], ch[RESULT], ch[INSIDE] = _thread.get_ident(), None, {}
         try:
             ch[MON] = _thread.start_new_thread(serve, ())
         except BaseException:  # noqa: BLE001 (no monitor, no process: a fork left unwatched would run on)

@@ -337,6 +337,34 @@ def test_an_asserter_the_tree_registers_is_refused(launch):
     assert launch.tampering(records) and launch.outcomes(records) == {"T::test_bug": "failed"}, r.stdout[-2000:]
 
 
+SIGNAL_SPAM = """
+import os, signal, threading, time
+
+
+def _walk(signum, frame):
+    while frame is not None:
+        try:
+            frame.f_code
+        except PermissionError:
+            pass
+        frame = frame.f_back
+
+
+signal.signal(signal.SIGUSR1, _walk)
+threading.Thread(target=lambda: [(os.kill(os.getpid(), signal.SIGUSR1), time.sleep(0.001)) for _ in range(300)], daemon=True).start()
+"""
+
+
+def test_a_signal_handler_run_inside_a_handoff_does_not_hang_the_run(launch):
+    """A Python signal handler runs in the main thread at its next bytecode, the hook's own included, even
+    while the main thread's signals are blocked (another thread took the signal): its events inside the
+    handoff are refused instead of waiting on the gate their own thread holds (the run hung until killed)."""
+    test = "import sys\n\nfrom pkg import add\n\n\ndef test_bug():\n    for _ in range(3000):\n"
+    test += "        sys._getframe().f_code\n    assert add(1, 2) == 3\n"
+    records, r = launch({"pkg/__init__.py": PKG + SIGNAL_SPAM, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert launch.outcomes(records) == {"test_bug": "failed"}, r.stdout[-2000:]
+
+
 def test_a_test_inherited_from_a_mixin_passes_with_no_false_alarm(launch):
     records, r = launch({"pkg/__init__.py": "def add(a, b):\n    return a + b\n", **MIXIN})
     assert launch.tampering(records) == [], r.stdout[-2000:]
