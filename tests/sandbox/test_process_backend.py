@@ -1,7 +1,8 @@
-"""Issue 37, the `process` backend: sessions with no container engine, from the root file systems that
-`bugforge images rootfs` exports. Real bubblewrap, git and pytest; the root file system comes from the
-factory-made calc example (the engine is used only to export it and, once, to compare with the instance
-image and grade a session's diff the Docker way)."""
+"""Issue 37, the `process` backend's own: sessions with no container engine, from the root file systems that
+`bugforge images rootfs` exports (conftest's rootfs). Real bubblewrap, git and pytest; the root file system comes
+from the factory-made calc example (the engine is used only to export it and to compare with the instance image
+and the Docker grader's verdicts). What every backend shares (the shell, confined files, a session's diff graded,
+run-agent and eval with no engine) is test_backends.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,16 +21,6 @@ from bugforge.sandbox.process import NotGraded, ProcessRuntime
 from bugforge.sandbox.runtime import NoSession, Runtime, SandboxConfig
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/bin/bwrap"), reason="needs bubblewrap (Debian's bubblewrap)")
-
-
-@pytest.fixture(scope="module")
-def rootfs(cli, calc_runs, tmp_path_factory) -> Path:
-    """The calc environment's tree, exported by the real command line."""
-    out = tmp_path_factory.mktemp("rootfs")
-    r = cli("images", "rootfs", str(calc_runs / "calc"), "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    assert "1 exported, 0 already there" in r.stdout
-    return out
 
 
 @pytest.fixture
@@ -66,26 +56,14 @@ def test_rootfs_export_is_complete_and_resumable(cli, calc_runs, rootfs, instanc
     assert client().containers.list(all=True, filters={"label": "bugforge=rootfs"}) == []
 
 
-def test_session_runs_commands_edits_files_and_sees_the_bug(runtime, instances):
+def test_session_has_the_instance_images_commit_and_objects(runtime, instances):
     inst = instances[0]
     s = runtime.create(instance_id=inst["instance_id"])
-    assert (s.user, s.unconfined, s.base_commit) == ("agent", False, inst["base_commit"])
+    assert (s.unconfined, s.base_commit) == (False, inst["base_commit"])
     # the same commit and the same objects as the instance image: the fix is not in the session's .git
     objects = "git cat-file --batch-all-objects --batch-check | sort"
     image = client().containers.run(inst["image"], ["bash", "-c", objects], network_mode="none", remove=True)
     assert s.run(objects).output == image.decode()
-    assert s.run("cd calc && export GREETING=hi && f() { echo fn; }").exit_code == 0
-    r = s.run("pwd; echo $GREETING; f; id -un; false")
-    assert r.output == "/testbed/calc\nhi\nfn\nagent\n" and r.exit_code == 1
-    s.write("notes/a.txt", "one\ntwo\n")
-    s.edit("notes/a.txt", "two", "three")
-    assert s.read("notes/a.txt") == "one\nthree\n" and "a.txt" in [e["name"] for e in s.list("notes")]
-    assert "+three" in s.diff() and "notes/a.txt" in s.diff()
-    failing = json.loads(inst["FAIL_TO_PASS"])
-    r = s.run(f"cd /testbed && python -m pytest -q -p no:cacheprovider {' '.join(failing)}")
-    assert r.exit_code == 1 and "failed" in r.output, r.output
-    with pytest.raises(BugforgeError, match="exactly once"):
-        s.edit("notes/a.txt", "missing", "x")
 
 
 def test_session_is_confined(runtime, instances):
@@ -104,44 +82,12 @@ def test_session_is_confined(runtime, instances):
     a.run("mkdir -p /testbed/ro && chmod 500 /testbed/ro")  # close() must cope with what an agent leaves
     # the other session sees none of it: its own /testbed, /tmp and HOME
     assert b.run("ls /tmp/mine ~/mine /testbed/mine 2>&1 | grep -c 'No such file'").output == "3\n"
-    a.run("ln -s /etc /testbed/link")
-    for bad in ("../etc/passwd", "/etc/passwd", "link/passwd"):
-        with pytest.raises(BugforgeError, match="outside the workspace"):
-            a.read(bad)
     folder, shell = a.jail.home, a.shell.stream.proc.pid
     runtime.close(a.id)
     assert not folder.exists() and not alive(shell)
     with pytest.raises(NoSession):
         runtime.get(a.id)
     assert b.run("echo b alive").output == "b alive\n"
-
-
-def test_timeouts_interrupt_and_exit_restarts(runtime, instances):
-    s = runtime.create(instance_id=instances[0]["instance_id"])
-    s.run("cd /tmp && X=kept")
-    r = s.run("while true; do :; done", timeout=1)
-    assert r.timed_out and r.exit_code is None and r.seconds < 1.8  # ^C reached it: a real terminal
-    r = s.run("trap '' INT; sleep 1000", timeout=1)  # ignores ^C: killed instead
-    assert r.timed_out
-    assert s.run("pwd; echo $X").output == "/tmp\nkept\n"
-    r = s.run("exit 3")
-    assert r.shell_restarted and r.exit_code == 3
-    assert s.run("echo back; ls /tmp").output == "back\n"
-
-
-def test_agent_flow_gold_patch_passes_and_submit_grades_it(runtime, instances):
-    inst = instances[1]
-    failing = " ".join(json.loads(inst["FAIL_TO_PASS"]))
-    s = runtime.create(instance_id=inst["instance_id"])
-    assert s.run(f"python -m pytest -q -p no:cacheprovider {failing}").exit_code == 1
-    s.write("fix.diff", inst["patch"])
-    assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
-    r = s.run(f"python -m pytest -q -p no:cacheprovider {failing}")
-    assert r.exit_code == 0 and "passed" in r.output, r.output
-    s.run("echo junk > /tmp/junk && printf '#!/bin/sh\\nexit 1\\n' > .git/hooks/pre-commit")  # not in the diff
-    g = s.submit()  # graded here, in a fresh copy of the tree
-    assert (g.status, g.resolved, g.tamper) == ("RESOLVED_FULL", True, []), g.log
-    assert grade_patch(inst, s.diff()).resolved  # its diff, graded by the Docker grader too
 
 
 def diffs_for(runtime, inst: dict) -> dict[str, str]:
@@ -163,12 +109,14 @@ def verdict(g) -> tuple:
 
 def test_grading_equals_the_docker_fresh_grader(runtime, instances):
     """Gold resolves, an unfixed diff does not, and every verdict (status, per-test sets, tampering)
-    equals the Docker fresh grader's for the same diff on the same instance."""
-    for inst in instances:
-        for kind, diff in diffs_for(runtime, inst).items():
-            mine, docker = runtime.grade(inst["instance_id"], diff), grade_patch(inst, diff)
-            assert verdict(mine) == verdict(docker), (inst["instance_id"], kind, mine.log, docker.log)
-            assert mine.resolved == (kind == "gold"), (inst["instance_id"], kind, mine.status)
+    equals the Docker fresh grader's for the same diff on the same instance. The first instance: the
+    other's gold, unfixed and empty diffs are graded under each backend by test_backends.py (statuses;
+    gold's per-test sets in its agent run)."""
+    inst = instances[0]
+    for kind, diff in diffs_for(runtime, inst).items():
+        mine, docker = runtime.grade(inst["instance_id"], diff), grade_patch(inst, diff)
+        assert verdict(mine) == verdict(docker), (inst["instance_id"], kind, mine.log, docker.log)
+        assert mine.resolved == (kind == "gold"), (inst["instance_id"], kind, mine.status)
     assert list(runtime._folder().glob("grade-*")) == []  # each grading's copy is gone
 
 
@@ -292,32 +240,6 @@ def test_unknown_images_and_instances_are_one_line_errors(runtime):
             runtime.create(**kw)
 
 
-NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}  # any use of the engine fails
-
-
-def test_run_agent_with_no_engine_grades_like_docker(cli, rootfs, instances, tmp_path):
-    """`bugforge run-agent --backend process` with no engine reachable: the scripted oracle's episodes in
-    process sessions, graded there (resolved); `bugforge eval --backend process` resolves the predictions
-    too, and so does the Docker grader."""
-    preds = tmp_path / "preds.jsonl"
-    r = cli(
-        "run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process",
-        "--rootfs", str(rootfs), "--out", str(preds), "--workers", "2", env=NO_ENGINE, timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
-    n = len(instances)
-    assert f"resolved {n} of {n} graded" in " ".join(r.stdout.split()), r.stdout
-    trajs = [json.loads(line) for line in preds.with_suffix(".trajectories.jsonl").read_text().splitlines()]
-    assert [t["grade"]["status"] for t in trajs] == ["RESOLVED_FULL"] * n
-    got = {p["instance_id"]: p["model_patch"] for p in map(json.loads, preds.read_text().splitlines())}
-    assert sorted(got) == sorted(i["instance_id"] for i in instances)
-    for inst in instances:
-        assert grade_patch(inst, got[inst["instance_id"]]).resolved
-    r = cli(
-        "eval", "--backend", "process", "--rootfs", str(rootfs), "--dataset", str(rootfs / "instances.jsonl"),
-        "--predictions", str(preds), "--run-id", "p", "--report-dir", str(tmp_path), cwd=tmp_path, env=NO_ENGINE,
-        timeout=300,
-    )  # fmt: skip
-    assert r.returncode == 0 and f"evaluation: {n}/{n} resolved" in r.stdout, r.stdout + r.stderr
+def test_run_agent_without_rootfs_is_a_one_line_error(cli, rootfs):
     r = cli("run-agent", "--dataset", str(rootfs / "instances.jsonl"), "--model", "oracle", "--backend", "process")
     assert r.returncode == 1 and r.stderr.startswith("error: the process backend needs rootfs=DIR"), r.stderr

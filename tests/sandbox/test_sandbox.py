@@ -1,5 +1,6 @@
-"""Issue 5: sessions, the persistent shell, confinement, hostile agents, reward hacking against grading,
-the HTTP service and client (same interface), API fuzzing, and orphan clean-up. Real containers."""
+"""Issue 5, Docker's own: hostile agents, hostile predictions in warm grading, the HTTP service and client
+(same interface), API fuzzing, and orphan clean-up. Real containers. What every backend shares (the shell,
+confined files, a session's diff graded) is test_backends.py's, run under docker, podman and process."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from bugforge.engine import client
 from bugforge.errors import BugforgeError
 from bugforge.sandbox.envgrader import EnvGrader
 from bugforge.sandbox.evaluate import find_environments
-from bugforge.sandbox.grader import grade_patch
 from bugforge.sandbox.runtime import OWNER, ROLE, RUNTIME, Runtime, SandboxConfig
 
 
@@ -35,65 +35,6 @@ def runtime(instances):
 
 def session_containers(owner="pytest"):
     return client().containers.list(all=True, filters={"label": [f"{ROLE}=session", f"{OWNER}={owner}"]})
-
-
-# --- the shell --------------------------------------------------------------------------------
-
-
-def test_shell_keeps_state_and_reports_exit_codes(runtime, instances):
-    s = runtime.create(instance_id=instances[0]["instance_id"])
-    assert s.user == "agent"
-    assert s.run("cd calc && export GREETING=hi && f() { echo fn; }").exit_code == 0
-    r = s.run("pwd; echo $GREETING; f; false")
-    assert r.output == "/testbed/calc\nhi\nfn\n" and r.exit_code == 1
-    assert s.run("printf 'no newline'").output == "no newline"
-    assert s.run("printf 'a\\x03b\\x04c'").output == "a\x03b\x04c"  # control bytes are output, not keys
-    assert s.run("echo \x03 typed").output == "\x03 typed\n"  # ... nor keys when typed in a command
-    assert s.run("cat").output == ""  # stdin is empty, never the terminal
-    assert s.run("head -c 300 /dev/urandom | wc -c").output.strip() == "300"
-    # a background job that ends later is not announced ("[1]+  Done ...") in some later command's output
-    assert s.run("sleep 0.2 & echo started").output.endswith("started\n")
-    assert s.run("sleep 0.5").output == ""
-    assert s.run("echo after").output == "after\n"
-
-
-def test_timeout_interrupts_and_shell_survives(runtime, instances):
-    s = runtime.create(instance_id=instances[0]["instance_id"])
-    s.run("cd /tmp && X=kept")
-    r = s.run("while true; do :; done", timeout=1)
-    assert r.timed_out and r.exit_code is None
-    r = s.run("trap '' INT; sleep 1000", timeout=1)  # ignores ^C: killed instead
-    assert r.timed_out
-    r = s.run("pwd; echo $X")
-    assert r.output == "/tmp\nkept\n" and r.exit_code == 0 and not r.shell_restarted
-
-
-def test_exit_restarts_the_shell(runtime, instances):
-    s = runtime.create(instance_id=instances[0]["instance_id"])
-    r = s.run("exit 3")
-    assert r.shell_restarted and r.exit_code == 3
-    assert s.run("echo back").output == "back\n"
-
-
-# --- files ------------------------------------------------------------------------------------
-
-
-def test_file_operations_are_confined(runtime, instances):
-    s = runtime.create(instance_id=instances[0]["instance_id"])
-    s.write("notes/a.txt", "one\ntwo\n")
-    assert s.read("notes/a.txt") == "one\ntwo\n"
-    s.edit("notes/a.txt", "two", "three")
-    assert s.read("/testbed/notes/a.txt") == "one\nthree\n"
-    with pytest.raises(BugforgeError, match="exactly once"):
-        s.edit("notes/a.txt", "missing", "x")
-    assert "a.txt" in [e["name"] for e in s.list("notes")]
-    s.run("ln -s /etc /testbed/etc_link; ln -s ../../etc/passwd /testbed/notes/pw")
-    for bad in ("../etc/passwd", "/etc/passwd", "etc_link/passwd", "notes/pw", "notes/../../root"):
-        with pytest.raises(BugforgeError, match="outside the workspace"):
-            s.read(bad)
-    with pytest.raises(BugforgeError, match="outside the workspace"):
-        s.write("etc_link/evil", "x")
-    assert "notes/a.txt" in s.diff()
 
 
 # --- hostile agents ---------------------------------------------------------------------------
@@ -179,21 +120,6 @@ def test_warm_grading_contains_hostile_predictions(runtime, instances, warm_grad
     assert warm_grader.bench.container.id != before
     assert "pwned" not in sh("cat /home/agent/.profile")
     assert warm_grader.grade(inst, inst["patch"]).resolved
-
-
-def test_gold_resolves_and_empty_does_not(instances):
-    for inst in instances:
-        assert grade_patch(inst, inst["patch"]).status == "RESOLVED_FULL"
-        assert grade_patch(inst, "").status == "EMPTY_PATCH"
-        assert grade_patch(inst, "not a patch\n").status == "PATCH_FAILED"
-
-
-def test_submit_grades_the_session_diff(runtime, instances):
-    inst = instances[1]
-    s = runtime.create(instance_id=inst["instance_id"])
-    s.write("fix.diff", inst["patch"])
-    assert s.run("git apply fix.diff && rm fix.diff").exit_code == 0
-    assert s.submit().resolved
 
 
 # --- the service ------------------------------------------------------------------------------
