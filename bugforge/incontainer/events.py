@@ -43,7 +43,11 @@ PROC_FD = re.compile(r"^/proc/(self|\d+)/fd")
 # defaults as a matter of course (glom through boltons' function builder)
 DIRECT = ("code.__new__", "compile", "object.__setattr__")
 SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
-TRACING = ("sys.settrace", "sys.setprofile")  # (string-compiled code on the stack counts as the tree's)
+# another thread whose stack is string-compiled and installed code is the tree's (culprit, monitor.py); for a
+# tracer, so is such a stack in the main thread; for a walk, another thread of installed code only too (the
+# tree picks a thread's target: round 17)
+TRACING = ("sys.settrace", "sys.setprofile")
+WALKS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
 
 
 def is_file_source(args):

@@ -38,6 +38,7 @@ from .events import (  # (the probe imports the events from here too)
     SWAPS,
     TAMPER,
     TRACING,
+    WALKS,
     WATCHED,
     is_file_source,
 )
@@ -108,7 +109,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         return walked
 
     @own_walk
-    def culprit(frame, thread, strings_are_tree=False):
+    def culprit(frame, thread, event=""):
         """Whether the event comes from the tree's non-test code: the first frame outward from the one
         that raised it that is a file neither installed nor of the tree's tests (code compiled from a
         string is passed over; a file outside the tree and the installed directories, one written at run
@@ -121,8 +122,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 return untrusted(filename)
             strings = strings or not (filename.startswith("/") or id(code) in frozen)
             frame = frame.f_back
-        return strings and (strings_are_tree or thread != main)  # (another thread of string-compiled and installed
-        # code only is the tree's; so is such a stack that sets a trace or profile function, in any thread)
+        return (strings or event in WALKS) and (event in TRACING or thread != main)  # (events.WALKS, TRACING)
 
     @own_walk
     def direct(frame):
@@ -288,8 +288,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             tamper("%s was raised from outside the probe" % event)
         elif event == COMPILED:
             seen.compiled(args[0])
-        elif event == REGISTERED:  # (addTypeEqualityFunc, recompiled: casecode.py)
-            if culprit(frame, thread):
+        elif event == REGISTERED:  # (addTypeEqualityFunc, recompiled: casecode.py; the test's own, in its thread)
+            if thread != main or culprit(frame, thread):
                 tamper("code of the tree registered an asserter for assertEqual")
             else:
                 seen.register(args)
@@ -344,7 +344,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 raise Refused("the audit hook's frames are not to be read")
         else:
             reason = _judge(event, args, frame)
-            if reason and (direct(frame) if event in DIRECT else culprit(frame, thread, event in TRACING)):
+            if reason and (direct(frame) if event in DIRECT else culprit(frame, thread, event)):
                 tamper("code of the tree %s (%s)" % (reason, event))
                 if event in WATCHED and event not in DIRECT:  # (walking objects, frames, native code: in a
                     raise Refused("code of the tree may not do that here (%s)" % event)  # fork too, no record)

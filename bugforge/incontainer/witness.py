@@ -28,6 +28,7 @@ import types
 import unittest
 
 from .caseclass import as_collected, class_state, registry_vouched
+from .installed import CLASS_DICT, MRO
 
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
 STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
@@ -59,14 +60,25 @@ CASE_METHODS = frozenset(
 SHADOWABLE = frozenset(n for n in dir(unittest.TestCase) if callable(getattr(unittest.TestCase, n)))
 
 
+def class_lookup(cls, name, _mro=MRO, _dict=CLASS_DICT):
+    """What `name` names on `cls`, as its MRO's namespaces hold it now, read plainly: never through
+    CPython's type attribute cache, which a namespace written through its real dict leaves stale (round
+    17), so a lookup finds what the checks of the class read. class_lookup itself where none holds it."""
+    for c in _mro(cls):
+        d = _dict(c)
+        if name in d:
+            return d[name]
+    return class_lookup
+
+
 # what the inserted code calls, as constants of the compiled code (`constants`): no name is looked up,
 # so nothing the tree binds in a test module's globals or in builtins can stand in for them
-CONSTANTS = {"\0bugforge." + f.__name__: f for f in (type, getattr, hasattr, sys.audit)}
+CONSTANTS = {"\0bugforge." + f.__name__: f for f in (type, getattr, class_lookup, sys.audit)}
 # (a value found on the class is bound as Python binds it: through its type's __get__, never its own: round 15)
 METHOD_BIND = (
-    METHOD + " = lambda o, n, _t=%r, _g=%r, _h=%r: (lambda v: _g(_t(v), '__get__')(v, o, _t(o)) if "
-    "_h(_t(v), '__get__') else v)(_g(_t(o), n)) if _h(_t(o), n) else _g(o, n)"
-) % ("\0bugforge.type", "\0bugforge.getattr", "\0bugforge.hasattr")
+    METHOD + " = lambda o, n, _t=%r, _g=%r, _l=%r: (lambda v: _g(o, n) if v is _l else (lambda get: v if get is _l "
+    "else get(v, o, _t(o)))(_l(_t(v), '__get__')))(_l(_t(o), n))"
+) % ("\0bugforge.type", "\0bugforge.getattr", "\0bugforge.class_lookup")
 
 
 def constants(code, names=CONSTANTS):

@@ -14,6 +14,7 @@ from bugforge.sandbox import attacks_round13_payloads as round13
 from bugforge.sandbox import attacks_round14_payloads as round14
 from bugforge.sandbox import attacks_round15_payloads as round15
 from bugforge.sandbox import attacks_round16_payloads as round16
+from bugforge.sandbox import attacks_round17_payloads as round17
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -178,6 +179,9 @@ CACHE = {
 ROUND16 = {
     n: getattr(round16, n) for n in ("REGISTRY_WINDOW", "CLASS_WINDOW", "HELPER_VOUCHED", "RAISES_CONTEXT_WINDOW")
 }
+# round seventeen (all in-process), those closed so far: threads whose stack is installed code only, a stale
+# type attribute cache
+ROUND17 = {n: getattr(round17, n) for n in ("THREAD_REGISTERED", "THREAD_GC", "STALE_TYPE_CACHE")}
 RAISES3 = {  # (assertRaises after a call into the module: the call arms round 16's window)
     "tests/__init__.py": "",
     "tests/test_it.py": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
@@ -313,6 +317,23 @@ def test_round_sixteen_is_caught(launch, name, suite):
 
 
 P_CLASS = "class P:\n    def __init__(self, v):\n        self.v = v\n"
+
+
+@pytest.mark.parametrize("suite", ["unittest", "mixin", "cache"])
+@pytest.mark.parametrize("name", sorted(ROUND17))
+def test_round_seventeen_is_caught(launch, name, suite):
+    tests = {"mixin": MIXIN, "cache": CACHE}.get(suite) or {"tests/__init__.py": "", **SUITES[suite]}
+    _caught(launch, {"pkg/__init__.py": PKG + BOX + ROUND17[name], **tests})
+
+
+def test_round_seventeens_regex_assertion_through_a_replaced_re_compile_is_caught(launch):
+    test = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
+    test += "        self.assertRegex(pkg.name(), r'^ok$')\n"
+    bug = "\n\ndef name():\n    return 'bad'  # the bug\n"
+    _caught(
+        launch,
+        {"pkg/__init__.py": PKG + bug + round17.UNWATCHED_STDLIB, "tests/__init__.py": "", "tests/test_it.py": test},
+    )
 
 
 def test_an_asserter_the_test_registers_is_used(launch):
