@@ -21,7 +21,7 @@ import warnings
 from .caseclass import DEFAULT_REGISTRY
 from .witness import AUDIT, CONSTANTS, METHOD, METHOD_BIND, SHADOWABLE, constants
 
-REGISTERED, ASSERTER = "bugforge.registered", "bugforge.asserter"
+REGISTERED, ASSERTER, HELD = "bugforge.registered", "bugforge.asserter", "bugforge.held"
 _GLOBAL, _VETTED = "\0bugforge.global:", "\0bugforge.vetted"
 
 
@@ -128,6 +128,47 @@ def _bound_in(fn):
     return names
 
 
+# an assertion context's state, as its __init__ made it: held by the monitor, checked and used as held
+_CONTEXT = "(self.expected, self.expected_regex, self.test_case)"
+_READS = {"expected": 0, "expected_regex": 1}
+
+
+class _HeldReads(ast.NodeTransformer):
+    """`self.expected`, `self.expected_regex` read -> the values the monitor checked (__bugforge_held__)."""
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        value = node.value
+        if (
+            isinstance(node.ctx, ast.Load)
+            and node.attr in _READS
+            and isinstance(value, ast.Name)
+            and value.id == "self"
+        ):
+            held = ast.Name("__bugforge_held__", ast.Load())
+            return ast.copy_location(ast.Subscript(held, ast.Constant(_READS[node.attr]), ast.Load()), node)
+        return node
+
+
+def _report_state(cls, fn):
+    """Tell the monitor what the test's own code registers (addTypeEqualityFunc) and what an assertion
+    context was made with; make a context's __exit__ check it and use what it checked (round 17 changed
+    `expected` from a finalizer that __exit__'s clear_frames ran). Whether `fn` was changed."""
+    bind = "%s = %r\n" % (AUDIT, "\0bugforge.audit")
+    if cls == "TestCase" and fn.name == "addTypeEqualityFunc":
+        fn.body[:0] = ast.parse(bind + "%s(%r, self, typeobj, function)" % (AUDIT, REGISTERED)).body
+    elif cls == "_AssertRaisesBaseContext" and fn.name == "__init__":
+        fn.body[:0] = ast.parse(bind).body
+        fn.body += ast.parse("%s(%r, self, %s, True)" % (AUDIT, HELD, _CONTEXT)).body
+    elif cls in ("_AssertRaisesContext", "_AssertWarnsContext") and fn.name == "__exit__":
+        _HeldReads().visit(fn)
+        check = "__bugforge_held__ = %s\n%s(%r, self, __bugforge_held__, False)" % (_CONTEXT, AUDIT, HELD)
+        fn.body[:0] = ast.parse(bind + check).body
+    else:
+        return False
+    return True
+
+
 def _harden_source(tree):
     """Rewrite the classes' methods in place; the names of the (class, method) pairs rewritten."""
     done, module_names = set(), _module_names(tree)
@@ -140,13 +181,7 @@ def _harden_source(tree):
             names = module_names - _bound_in(fn)
             lookups = _CaseLookups(cls.name == "TestCase", fn.name == "_getAssertEqualityFunc", names)
             lookups.visit(fn)
-            if (
-                cls.name == "TestCase" and fn.name == "addTypeEqualityFunc"
-            ):  # (the monitor holds what the test registers)
-                fn.body[:0] = ast.parse(
-                    "%s = %r\n%s(%r, self, typeobj, function)" % (AUDIT, "\0bugforge.audit", AUDIT, REGISTERED)
-                ).body
-                lookups.changed = True
+            lookups.changed |= _report_state(cls.name, fn)
             if lookups.changed:
                 bind = ast.parse(METHOD_BIND).body[0]
                 ast.copy_location(bind, fn.body[0])

@@ -4,10 +4,9 @@
 remove an audit hook. The state (the channel's descriptor, the run's key) and every check live in the
 monitor's own thread (handoff.py), which the tree's code reaches only through audited steps, each refused.
 The grader's own events (events.OWN_EVENTS; docs/security.md, 3), each from its own code only: records
-(Report.emit: sent with an HMAC under the run's key and a sequence number, channel.py), the probe's pinned
-state and collected tests (checked before each start, end and the finish), the witness's compiled modules
-and test exits, unittest's registrations and asserters (casecode.py); `bugforge.tamper` from anywhere.
-It raises tamper records itself for what events.py lists, and refuses an exec. Python 3.9, stdlib only."""
+(Report.emit: HMAC under the run's key, sequence number, channel.py), the probe's pinned state, collected
+tests, the witness's compiled modules and test exits, what unittest registers, looks up and makes
+(casecode.py); `bugforge.tamper` from anywhere. It also judges what events.py lists. Python 3.9+."""
 
 import _hashlib
 import _socket
@@ -29,6 +28,7 @@ from .events import (  # (the probe imports the events from here too)
     EXIT,
     FRAME_READS,
     HARMLESS,
+    HELD,
     ITEMS,
     OWN_EVENTS,
     PIN,
@@ -46,8 +46,7 @@ from .installed import CLASS_DICT, MRO, plain_keys  # (CLASS_DICT: a class's own
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
-CHAIN = 256  # entries of a traceback judged at its first read (a walk of it reads them in turn)
-_STARTED = []  # one install per process
+CHAIN, _STARTED = 256, []  # (entries of a traceback judged at its first read; one install per process)
 
 
 class Refused(Exception):
@@ -204,8 +203,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         return False
 
     @own_walk
-    def caller_is(event, frame):
-        return frame.f_code is codes[event]
+    def caller_is(event, frame):  # (HELD: one of unittest's recompiled methods)
+        return any(frame.f_code is c for c in codes[event]) if event == HELD else frame.f_code is codes[event]
 
     caller_code = own_walk(lambda frame: getattr(frame.f_back, "f_code", frame.f_code))
 
@@ -284,7 +283,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 seen.executed(args[0])
         elif event == TAMPER:
             tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
-        elif event in (CHANNEL, PIN, ITEMS, COMPILED, REGISTERED, ASSERTER) and not caller_is(event, frame):
+        elif event in (CHANNEL, PIN, ITEMS, COMPILED, REGISTERED, ASSERTER, HELD) and not caller_is(event, frame):
             tamper("%s was raised from outside the probe" % event)
         elif event == COMPILED:
             seen.compiled(args[0])
@@ -293,9 +292,11 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 tamper("code of the tree registered an asserter for assertEqual")
             else:
                 seen.register(args)
-        elif event == ASSERTER and seen.unregistered(args):  # (casecode.vetted: refused where it is looked up)
-            tamper(seen.unregistered(args))
-            raise Refused("bugforge: assertEqual's asserter was not registered by the test")
+        elif event in (ASSERTER, HELD):  # (casecode.py: an asserter, a context's state, refused where they are used)
+            why = (seen.unregistered if event == ASSERTER else seen.held)(args)
+            if why:
+                tamper(why)
+                raise Refused("bugforge: " + why)
         elif event == CHANNEL:
             if state["pid"] == getpid():
                 tamper("the verdict channel was replaced")
@@ -349,8 +350,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 if event in WATCHED and event not in DIRECT:  # (walking objects, frames, native code: in a
                     raise Refused("code of the tree may not do that here (%s)" % event)  # fork too, no record)
 
-    def plain(args, i):
-        """Whether args[i] is an exact str (no method of the tree's objects runs inside the hook)."""
+    def plain(args, i):  # (an exact str: no method of the tree's objects runs inside the hook)
         return len(args) > i and type(args[i]) is str
 
     def _judge(event, args, frame):  # noqa: C901 (one branch per event judged by what it does)

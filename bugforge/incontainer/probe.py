@@ -33,7 +33,7 @@ from .defined import classes_changed, collected
 from .installed import installed_dirs
 from .integrity import Integrity, compare
 from .lookups import Watcher
-from .monitor import ASSERTER, CHANNEL, COMPILED, ITEMS, PIN, RECORD, REGISTERED, TAMPER, install
+from .monitor import ASSERTER, CHANNEL, COMPILED, HELD, ITEMS, PIN, RECORD, REGISTERED, TAMPER, install
 from .report import Limits, Report
 from .tracking import Tracker
 
@@ -199,6 +199,14 @@ install(  # before the channel is opened, and before any code of the tree (start
         COMPILED: witnessed,
         REGISTERED: unittest.case.TestCase.addTypeEqualityFunc.__code__,
         ASSERTER: casecode.vetted.__code__,
+        HELD: tuple(  # (an assertion context's __init__ and __exit__s, recompiled)
+            f.__code__
+            for f in (
+                unittest.case._AssertRaisesBaseContext.__init__,
+                unittest.case._AssertRaisesContext.__exit__,
+                unittest.case._AssertWarnsContext.__exit__,
+            )
+        ),
         "watchdog": Limits._watchdog.__code__,
     },
 )

@@ -244,6 +244,7 @@ class Witness:
         self.classes = {}  # node id -> (its collected class, class_state then)
         self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
         self.registered = {}  # (id of a case, id of a type) -> (case, type, asserter) the test's code registered
+        self.contexts = {}  # id of an assertion context -> (the context, its state as unittest made it)
         self.current = None
 
     def compiled(self, module_code):
@@ -330,10 +331,29 @@ class Witness:
             return "assertEqual was given an asserter the test's own code did not register"
         return ""
 
+    def held(self, args):
+        """An assertion context's state (casecode.py: (context, state, made)): kept when made; when it is
+        used, why it is not the state it was made with ("" when it is), by identity."""
+        if len(args) != 3 or type(args[1]) is not tuple:
+            return "an assertion context's state was reported malformed"
+        context, state, made = args
+        if made is True:
+            self.contexts[id(context)] = (context, state)
+            return ""
+        then = self.contexts.get(id(context))
+        if then is None or then[0] is not context or len(then[1]) != len(state):
+            return "an assertion context was used that unittest did not make in this test"
+        return (
+            ""
+            if all(a is b for a, b in zip(then[1], state))
+            else "an assertion context's state changed after it was made"
+        )
+
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""
         self.current = None
-        self.registered.clear()  # (registrations are a case's, made in its test)
+        self.registered.clear()  # (registrations and contexts are a case's, made in its test)
+        self.contexts.clear()
         if nodeid not in self.passed or self.expect.get(nodeid) is None:
             return []
         exits = self.exits.get(nodeid, [])

@@ -326,6 +326,20 @@ def test_round_seventeen_is_caught(launch, name, suite):
     _caught(launch, {"pkg/__init__.py": PKG + BOX + ROUND17[name], **tests})
 
 
+RAISES = {  # (assertRaises in both forms, the module's call inside it first)
+    "tests/__init__.py": "",
+    "tests/test_it.py": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
+    "        self.assertRaises(ValueError, pkg.add, 1, 2)\n        with self.assertRaises(ValueError):\n"
+    "            pkg.add(1, 2)\n",
+}
+
+
+@pytest.mark.parametrize("suite", ["raises", "raises3"])
+def test_round_seventeens_assertion_context_changed_from_a_finalizer_is_caught(launch, suite):
+    tests = {"raises": RAISES, "raises3": RAISES3}[suite]
+    _caught(launch, {"pkg/__init__.py": PKG + BOX + round17.CONTEXT_FINALIZER, **tests})
+
+
 def test_round_seventeens_regex_assertion_through_a_replaced_re_compile_is_caught(launch):
     test = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
     test += "        self.assertRegex(pkg.name(), r'^ok$')\n"
