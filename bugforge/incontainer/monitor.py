@@ -118,7 +118,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             code = frame.f_code
             filename = code.co_filename
             if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
-                return untrusted(filename)
+                return untrusted(filename) and id(code) not in seen.test_code  # (compiled by the grader: a test's)
             strings = strings or not (filename.startswith("/") or id(code) in frozen)
             frame = frame.f_back
         return (strings or event in WALKS) and (event in TRACING or thread != main)  # (events.WALKS, TRACING)
@@ -278,9 +278,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             reason = seen.exited(frame, frame_code(frame))
             if reason:
                 tamper(reason)
-        elif event == "exec":
-            if args and type(args[0]) is CODE:
-                seen.executed(args[0])
+        elif event == "exec" and args and type(args[0]) is CODE:
+            seen.executed(args[0])
         elif event == TAMPER:
             tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
         elif event in (CHANNEL, PIN, ITEMS, COMPILED, REGISTERED, ASSERTER, HELD) and not caller_is(event, frame):
@@ -293,7 +292,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             else:
                 seen.register(args)
         elif event in (ASSERTER, HELD):  # (casecode.py: an asserter, a context's state, refused where they are used)
-            why = (seen.unregistered if event == ASSERTER else seen.held)(args)
+            own = thread == main and not culprit(frame, thread)  # (made by the test's own code, in its thread)
+            why = seen.unregistered(args) if event == ASSERTER else seen.held(args, own)
             if why:
                 tamper(why)
                 raise Refused("bugforge: " + why)

@@ -199,12 +199,14 @@ install(  # before the channel is opened, and before any code of the tree (start
         COMPILED: witnessed,
         REGISTERED: unittest.case.TestCase.addTypeEqualityFunc.__code__,
         ASSERTER: casecode.vetted.__code__,
-        HELD: tuple(  # (an assertion context's __init__ and __exit__s, recompiled)
+        HELD: tuple(  # (an assertion context's __init__ and __exit__s, an outcome's __init__, recompiled)
             f.__code__
             for f in (
                 unittest.case._AssertRaisesBaseContext.__init__,
                 unittest.case._AssertRaisesContext.__exit__,
                 unittest.case._AssertWarnsContext.__exit__,
+                unittest.case._Outcome.__init__,
+                casecode.checked_result,
             )
         ),
         "watchdog": Limits._watchdog.__code__,

@@ -236,6 +236,7 @@ class Witness:
         self.codes = {}  # id -> an instrumented function's code (kept alive)
         self.keys = {}  # (file, enclosing names, name) -> code
         self.modules = {}  # id -> a module code the grader compiled
+        self.test_code = set()  # ids of every code object in those (kept alive by them)
         self.ran = {}  # a file -> the module code exec'd last for it
         self.expect = {}  # node id -> the code of the test's own function
         self.strict = set()  # node ids collected as their own function (not a decorator's wrapper)
@@ -244,11 +245,16 @@ class Witness:
         self.classes = {}  # node id -> (its collected class, class_state then)
         self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
         self.registered = {}  # (id of a case, id of a type) -> (case, type, asserter) the test's code registered
-        self.contexts = {}  # id of an assertion context -> (the context, its state as unittest made it)
+        self.contexts = {}  # id of unittest's context or outcome -> (it, its state as unittest made it)
         self.current = None
 
     def compiled(self, module_code):
         self.modules[id(module_code)] = module_code
+        stack = [module_code]  # (every code the grader compiled from the test files: the tests' own code)
+        while stack:
+            code = stack.pop()
+            self.test_code.add(id(code))
+            stack.extend(c for c in code.co_consts if type(c) is types.CodeType)
         for key, code in functions(module_code):
             self.codes[id(code)] = code
             self.keys[key] = None if key in self.keys else code  # (a name defined twice: no expectation)
@@ -331,23 +337,23 @@ class Witness:
             return "assertEqual was given an asserter the test's own code did not register"
         return ""
 
-    def held(self, args):
-        """An assertion context's state (casecode.py: (context, state, made)): kept when made; when it is
-        used, why it is not the state it was made with ("" when it is), by identity."""
+    def held(self, args, by_test):
+        """The state of one of unittest's objects (an assertion context, a test's outcome; casecode.py:
+        (object, state, made)): kept when made by the test's own code (`by_test`), once; when it is used,
+        why it is not the state it was made with ("" when it is), by identity."""
         if len(args) != 3 or type(args[1]) is not tuple:
-            return "an assertion context's state was reported malformed"
-        context, state, made = args
+            return "unittest's object state was reported malformed"
+        obj, state, made = args
+        then = self.contexts.get(id(obj))
+        if made is True and not by_test:
+            return "unittest's %s was made by the project's code" % type(obj).__name__
         if made is True:
-            self.contexts[id(context)] = (context, state)
-            return ""
-        then = self.contexts.get(id(context))
-        if then is None or then[0] is not context or len(then[1]) != len(state):
-            return "an assertion context was used that unittest did not make in this test"
-        return (
-            ""
-            if all(a is b for a, b in zip(then[1], state))
-            else "an assertion context's state changed after it was made"
-        )
+            self.contexts[id(obj)] = (obj, state)  # (held: its id is not reused while it is)
+            return "" if then is None else "unittest's %s was made again" % type(obj).__name__
+        if then is None or then[0] is not obj or len(then[1]) != len(state):
+            return "unittest's %s was used where this test did not make it" % type(obj).__name__
+        same = all(a is b for a, b in zip(then[1], state))
+        return "" if same else "unittest's %s was changed after it was made" % type(obj).__name__
 
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""

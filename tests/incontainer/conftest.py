@@ -45,6 +45,12 @@ class Launch:
         r = subprocess.run([*launch, *args, "tests"], cwd=tree, env=env, capture_output=True, text=True, timeout=120)
         return [json.loads(line) for line in report.read_text().splitlines()], r
 
+    def caught(self, files: dict[str, str]) -> None:
+        """An attack in FILES is caught: tampering reported, or its failing test not passed."""
+        records, r = self(files)
+        ran = {k.rpartition("::")[2]: v for k, v in self.outcomes(records).items()}
+        assert self.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+
     @staticmethod
     def tampering(records):
         return [x["reason"] for x in records if x["event"] == "tamper"]

@@ -13,8 +13,6 @@ from bugforge.sandbox import attacks_round12_payloads as round12
 from bugforge.sandbox import attacks_round13_payloads as round13
 from bugforge.sandbox import attacks_round14_payloads as round14
 from bugforge.sandbox import attacks_round15_payloads as round15
-from bugforge.sandbox import attacks_round16_payloads as round16
-from bugforge.sandbox import attacks_round17_payloads as round17
 from bugforge.sandbox.attacks import (  # (attacks.py imports each round after its own names)
     round6,
     round7,
@@ -174,28 +172,6 @@ CACHE = {
     "    def test_ok(self):\n        b = self.Box()\n        self.assertEqual(b.items, [])\n",
     "tests/test_it.py": "import unittest\n\nimport pkg\n\nfrom . import Mixin\n\n\nclass T(unittest.TestCase, Mixin):\n    Box = pkg.Box\n",
 }
-# round sixteen: the fresh set after round fifteen's fixes (all in-process): state changed inside a test's
-# body and put back before its end; the stated limit (a class attribute set and removed) is not here
-ROUND16 = {
-    n: getattr(round16, n) for n in ("REGISTRY_WINDOW", "CLASS_WINDOW", "HELPER_VOUCHED", "RAISES_CONTEXT_WINDOW")
-}
-# round seventeen (all in-process), those closed so far: threads whose stack is installed code only, a stale
-# type attribute cache
-ROUND17 = {n: getattr(round17, n) for n in ("THREAD_REGISTERED", "THREAD_GC", "STALE_TYPE_CACHE")}
-RAISES3 = {  # (assertRaises after a call into the module: the call arms round 16's window)
-    "tests/__init__.py": "",
-    "tests/test_it.py": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
-    "        b = pkg.Box()\n        with self.assertRaises(KeyError):\n            b.get(5)\n"
-    "        self.assertRaises(KeyError, b.get, 5)\n        self.assertEqual(b.items, [])\n",
-}
-DECOR = {  # (a helper of the test's class that takes any arguments, as cachetools' test_cached has)
-    "tests/__init__.py": "",
-    "tests/test_it.py": "import unittest\n\nimport pkg\n\n\nclass Mixin:\n    def func(self, *args, **kwargs):\n"
-    "        return 0\n\n    def test_bug(self):\n        b = pkg.Box()\n        b.put(1)\n"
-    "        self.assertEqual(b.size(), 1)\n\n\nclass T(unittest.TestCase, Mixin):\n    pass\n",
-}
-# not a red team's: a signal handler receives the interrupted frame with no audited call; a timer that
-# fires often lands in the grader's frames, and the handler looks there for the monitor's state
 SIGNAL_FRAMES = """
 import signal as _s, sys as _y
 
@@ -230,10 +206,7 @@ sys.meta_path.insert(0, _Plain())
 
 
 def _caught(launch, files):
-    """An attack in FILES is caught: tampering reported, or its failing test not passed."""
-    records, r = launch(files)
-    ran = {k.rpartition("::")[2]: v for k, v in launch.outcomes(records).items()}
-    assert launch.tampering(records) or ran.get("test_bug") != "passed", (ran, r.stdout[-2000:])
+    launch.caught(files)
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
@@ -305,71 +278,6 @@ def test_round_fourteen_is_caught(launch, name, suite):
 def test_round_fifteen_is_caught(launch, name, suite):
     tests = {"mixin": MIXIN, "cache": CACHE}.get(suite) or {"tests/__init__.py": "", **SUITES[suite]}
     _caught(launch, {"pkg/__init__.py": PKG + BOX + ROUND15[name], **tests})
-
-
-@pytest.mark.parametrize("suite", ["unittest", "mixin", "cache", "decor", "raises3"])
-@pytest.mark.parametrize("name", sorted(ROUND16))
-def test_round_sixteen_is_caught(launch, name, suite):
-    tests = {"mixin": MIXIN, "cache": CACHE, "decor": DECOR, "raises3": RAISES3}.get(suite)
-    _caught(
-        launch, {"pkg/__init__.py": PKG + BOX + ROUND16[name], **(tests or {"tests/__init__.py": "", **SUITES[suite]})}
-    )
-
-
-P_CLASS = "class P:\n    def __init__(self, v):\n        self.v = v\n"
-
-
-@pytest.mark.parametrize("suite", ["unittest", "mixin", "cache"])
-@pytest.mark.parametrize("name", sorted(ROUND17))
-def test_round_seventeen_is_caught(launch, name, suite):
-    tests = {"mixin": MIXIN, "cache": CACHE}.get(suite) or {"tests/__init__.py": "", **SUITES[suite]}
-    _caught(launch, {"pkg/__init__.py": PKG + BOX + ROUND17[name], **tests})
-
-
-RAISES = {  # (assertRaises in both forms, the module's call inside it first)
-    "tests/__init__.py": "",
-    "tests/test_it.py": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
-    "        self.assertRaises(ValueError, pkg.add, 1, 2)\n        with self.assertRaises(ValueError):\n"
-    "            pkg.add(1, 2)\n",
-}
-
-
-@pytest.mark.parametrize("suite", ["raises", "raises3"])
-def test_round_seventeens_assertion_context_changed_from_a_finalizer_is_caught(launch, suite):
-    tests = {"raises": RAISES, "raises3": RAISES3}[suite]
-    _caught(launch, {"pkg/__init__.py": PKG + BOX + round17.CONTEXT_FINALIZER, **tests})
-
-
-def test_round_seventeens_regex_assertion_through_a_replaced_re_compile_is_caught(launch):
-    test = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
-    test += "        self.assertRegex(pkg.name(), r'^ok$')\n"
-    bug = "\n\ndef name():\n    return 'bad'  # the bug\n"
-    _caught(
-        launch,
-        {"pkg/__init__.py": PKG + bug + round17.UNWATCHED_STDLIB, "tests/__init__.py": "", "tests/test_it.py": test},
-    )
-
-
-def test_an_asserter_the_test_registers_is_used(launch):
-    """addTypeEqualityFunc from the test's own code (setUp) is honoured, and a failing comparison through
-    it still fails."""
-    test = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
-    test += (
-        "        self.addTypeEqualityFunc(pkg.P, self.assertPEqual)\n\n    def assertPEqual(self, a, b, msg=None):\n"
-    )
-    test += "        if a.v != b.v:\n            self.fail('P differ')\n\n    def test_same(self):\n"
-    test += "        self.assertEqual(pkg.P(1), pkg.P(1))\n\n    def test_differ(self):\n        self.assertEqual(pkg.P(1), pkg.P(2))\n"
-    records, r = launch({"pkg/__init__.py": P_CLASS, "tests/__init__.py": "", "tests/test_it.py": test})
-    assert launch.tampering(records) == [], r.stdout[-2000:]
-    assert launch.outcomes(records) == {"T::test_same": "passed", "T::test_differ": "failed"}, r.stdout[-2000:]
-
-
-def test_an_asserter_the_tree_registers_is_refused(launch):
-    plant = "\n\ndef plant(case):\n    case.addTypeEqualityFunc(int, lambda a, b, msg=None: None)\n"
-    bad = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
-    bad += "        pkg.plant(self)\n        self.assertEqual(1, 2)\n"
-    records, r = launch({"pkg/__init__.py": P_CLASS + plant, "tests/__init__.py": "", "tests/test_it.py": bad})
-    assert launch.tampering(records) and launch.outcomes(records) == {"T::test_bug": "failed"}, r.stdout[-2000:]
 
 
 SIGNAL_SPAM = """
