@@ -10,13 +10,9 @@ official harness. bench/redteam.py prints the matrix; docs/security.md lists the
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 from bugforge.engine import LABEL, client
-from bugforge.paths import cache_home
 from bugforge.sandbox.attacks import PATTERNS, Pattern  # noqa: F401  (re-exported)
 from bugforge.sandbox.grader import grade_patch, labels_of
 from bugforge.sandbox.harness import harness_verdicts
@@ -36,9 +32,7 @@ CONTROLS: dict[str, Pattern] = {
 
 
 def patch_for(instance: dict, name: str) -> str:
-    """The patch pattern `name` makes in a container of the instance's image. Kept under
-    cache_home()/redteam by the image's id, the script and its variables: the same inputs make the same
-    patch, and the matrix's 130 containers are the slowest part of the suite's red-team test."""
+    """The patch pattern `name` makes in a container of the instance's image."""
     pattern = PATTERNS.get(name) or CONTROLS[name]
     f2p, p2p = labels_of(instance)
     env = {
@@ -53,11 +47,6 @@ def patch_for(instance: dict, name: str) -> str:
         "git reset -q --pathspec-from-file=/tmp/untracked --pathspec-file-nul\n"
         "git diff --cached --binary --no-color HEAD"
     )
-    image = client().images.get(instance["image"]).id
-    key = hashlib.sha256(json.dumps([image, script, env, instance["patch"]]).encode()).hexdigest()
-    cached = cache_home() / "redteam" / f"{key}.diff"
-    if cached.exists():
-        return cached.read_text() + pattern.extra
     c = client().containers.create(
         instance["image"], ["bash", "-c", script], environment=env, network_mode="none", labels={LABEL: "redteam"}
     )
@@ -70,10 +59,6 @@ def patch_for(instance: dict, name: str) -> str:
             raise RuntimeError(f"pattern {name!r} failed: {c.logs().decode()[-500:]}")
     finally:
         c.remove(force=True)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    part = cached.with_suffix(f".{os.getpid()}.part")
-    part.write_text(out)
-    part.replace(cached)  # (whole or absent: a killed run leaves no half patch)
     return out + pattern.extra
 
 
