@@ -387,13 +387,13 @@ from bugforge.sandbox import attacks_round13 as round13  # noqa: E402  (it build
 PATTERNS.update(round13.PATTERNS)
 
 from bugforge.sandbox import attacks_round14 as round14  # noqa: E402  (it builds on Pattern above)
+from bugforge.sandbox import attacks_round15 as round15  # noqa: E402
 
 PATTERNS.update(round14.PATTERNS)
-
-from bugforge.sandbox import attacks_round15 as round15  # noqa: E402  (it builds on Pattern above)
-
 PATTERNS.update(round15.PATTERNS)
 
 from bugforge.sandbox import attacks_round16 as round16  # noqa: E402  (its stated-limit pattern: not held to)
+from bugforge.sandbox import attacks_round17 as round17  # noqa: E402
 
 PATTERNS.update({name: p for name, p in round16.PATTERNS.items() if "(stated limit)" not in name})
+PATTERNS.update(round17.PATTERNS)
