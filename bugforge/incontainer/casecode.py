@@ -50,7 +50,7 @@ class _CaseLookups(ast.NodeTransformer):
     read -> `vetted(self, kind)`; `changed` says whether any was found."""
 
     def __init__(self, in_case, dispatch, module_names):
-        self.in_case, self.dispatch, self.changed = in_case, dispatch, False
+        self.in_case, self.dispatch, self.changed, self.binds = in_case, dispatch, False, False
         self.module_names = module_names  # (the module's global names this function does not bind)
 
     def visit_Name(self, node):
@@ -60,7 +60,7 @@ class _CaseLookups(ast.NodeTransformer):
         return node
 
     def _method(self, receiver, name, node):
-        self.changed = True
+        self.changed = self.binds = True  # (METHOD_BIND goes into this function)
         call = ast.Call(ast.Name(METHOD, ast.Load()), [receiver, name], [])
         return ast.copy_location(call, node)
 
@@ -131,6 +131,7 @@ def _bound_in(fn):
 # an assertion context's state, as its __init__ made it: held by the monitor, checked and used as held
 _CONTEXT = "(self.expected, self.expected_regex, self.test_case)"
 _READS = {"expected": 0, "expected_regex": 1}
+_MADE = {"_AssertRaisesBaseContext": _CONTEXT, "_Outcome": "(self.result,)"}  # (what each __init__ reports)
 
 
 def checked_result(outcome, _audit=sys.audit, _event=HELD):
@@ -168,16 +169,13 @@ def _report_state(cls, fn):
     bind = "%s = %r\n" % (AUDIT, "\0bugforge.audit")
     if cls == "TestCase" and fn.name == "addTypeEqualityFunc":
         fn.body[:0] = ast.parse(bind + "%s(%r, self, typeobj, function)" % (AUDIT, REGISTERED)).body
-    elif cls == "_AssertRaisesBaseContext" and fn.name == "__init__":
+    elif cls in _MADE and fn.name == "__init__":
         fn.body[:0] = ast.parse(bind).body
-        fn.body += ast.parse("%s(%r, self, %s, True)" % (AUDIT, HELD, _CONTEXT)).body
+        fn.body += ast.parse("%s(%r, self, %s, True)" % (AUDIT, HELD, _MADE[cls])).body
     elif cls in ("_AssertRaisesContext", "_AssertWarnsContext") and fn.name == "__exit__":
         _HeldReads("context").visit(fn)
         check = "__bugforge_held__ = %s\n%s(%r, self, __bugforge_held__, False)" % (_CONTEXT, AUDIT, HELD)
         fn.body[:0] = ast.parse(bind + check).body
-    elif cls == "_Outcome" and fn.name == "__init__":
-        fn.body[:0] = ast.parse(bind).body
-        fn.body += ast.parse("%s(%r, self, (self.result,), True)" % (AUDIT, HELD)).body
     elif cls == "_Outcome" and fn.name == "testPartExecutor":
         _HeldReads("outcome").visit(fn)
     else:
@@ -197,11 +195,9 @@ def _harden_source(tree):
             names = module_names - _bound_in(fn)
             lookups = _CaseLookups(cls.name == "TestCase", fn.name == "_getAssertEqualityFunc", names)
             lookups.visit(fn)
-            lookups.changed |= _report_state(cls.name, fn)
-            if lookups.changed:
-                bind = ast.parse(METHOD_BIND).body[0]
-                ast.copy_location(bind, fn.body[0])
-                fn.body.insert(0, bind)
+            if lookups.binds:
+                fn.body.insert(0, ast.copy_location(ast.parse(METHOD_BIND).body[0], fn.body[0]))
+            if _report_state(cls.name, fn) or lookups.changed:
                 done.add((cls.name, fn.name))
     ast.fix_missing_locations(tree)
     return done
