@@ -9,6 +9,7 @@ import types
 import unittest
 
 from .installed import CLASS_DICT, MRO, binds, plain_keys
+from .integrity import unchanged
 
 # TestCase's own registry, as every instance starts with it: (type, the name of its method)
 DEFAULT_REGISTRY = tuple(unittest.TestCase()._type_equality_funcs.items())
@@ -43,26 +44,20 @@ _CHAIN, _VALUES = itertools.chain.from_iterable, operator.methodcaller("values")
 
 
 def class_flat(cls):
-    """A test's class as it is, for the cheap check between two full ones: its MRO, its classes'
-    namespaces (not object's) with their lengths, keys and values in order. Each pass is C (a type's
-    namespace is a plain dict: no code of the tree runs)."""
+    """A test's class as it is, for the cheap check between two full ones: its MRO, and its classes'
+    namespaces (not object's) flattened as integrity.unchanged compares them (lengths, keys and values in
+    order). Each pass is C (a type's namespace is a plain dict: no code of the tree runs)."""
     mro = MRO(cls)
     nss = tuple(map(CLASS_DICT, mro[:-1]))
-    return mro, nss, tuple(map(len, nss)), tuple(_CHAIN(nss)), tuple(_CHAIN(map(_VALUES, nss)))
+    return mro, (nss, tuple(map(len, nss)), tuple(_CHAIN(nss)), tuple(_CHAIN(map(_VALUES, nss))), (), ())
 
 
-def _flat_same(cls, then, _is=operator.is_, _eq=operator.eq):
+def _flat_same(cls, then):
     """Whether nothing of a test's class changed since `then` (class_flat): the same MRO and the same
     keys bound to the same objects, by identity."""
-    mro, nss, lens, keys, values = then
+    mro, flat = then
     now = MRO(cls)
-    return (
-        len(now) == len(mro)
-        and all(map(_is, now, mro))
-        and all(map(_eq, map(len, nss), lens))
-        and all(map(_is, _CHAIN(nss), keys))
-        and all(map(_is, _CHAIN(map(_VALUES, nss)), values))
-    )
+    return len(now) == len(mro) and all(x is y for x, y in zip(now, mro)) and unchanged(flat)
 
 
 def _same(a, b):

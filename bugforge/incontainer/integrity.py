@@ -140,7 +140,7 @@ def _flatten(entries, accepted):
     return tuple(nss), tuple(lens), tuple(keys), tuple(values), tuple(fns), tuple(codes)
 
 
-def _unchanged(flat, keys=True, _is=operator.is_, _eq=operator.eq, _map=map, _all=all, _len=len):
+def unchanged(flat, keys=True, _is=operator.is_, _eq=operator.eq, _map=map, _all=all, _len=len):
     """Whether each namespace holds exactly its recorded keys (unless not `keys`: as many), in order,
     bound to the same objects: passes at C speed that compare identities and look nothing up (so a key
     of the tree's own class, whose lookup would run its code, fails the comparison instead)."""
@@ -171,10 +171,10 @@ def compare(snap, whole=True, accepted=None):
     volatile = accepted.setdefault("volatile", {})  # index -> its flat state, checked alone
     if "flat" not in accepted:
         accepted["flat"] = _flatten(entries, accepted)
-    if _unchanged(accepted["flat"], keys=whole):  # (between tests: the same values, in order, in as many keys)
-        changed = [i for i, flat in volatile.items() if not _unchanged(flat)]
+    if unchanged(accepted["flat"], keys=whole):  # (between tests: the same values, in order, in as many keys)
+        changed = [i for i, flat in volatile.items() if not unchanged(flat)]
     else:
-        changed = [i for i in range(len(entries)) if not _unchanged(_flatten([entries[i]], _one(accepted, i)))]
+        changed = [i for i in range(len(entries)) if not unchanged(_flatten([entries[i]], _one(accepted, i)))]
     odd = ["%s holds a key that is not a string" % entries[i][0] for i in changed if not plain_keys(entries[i][2])]
     if odd:  # (then no lookup in it: each would run the key's code)
         return odd[:MAX_REASONS]
