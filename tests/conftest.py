@@ -32,8 +32,28 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def engine():
-    return client()
+def engine(tmp_path_factory):
+    """The engine. At the session's end, the environment and instance images the tests' own records
+    (env.json, *.jsonl under this session's temporary folder) name are removed: left behind they pile
+    up (thousands after a few hundred runs) and every engine-wide listing, SWE-bench's harness's
+    included, slows with them."""
+    c = client()
+    yield c
+    from bugforge.images.prune import PREFIXES, referenced
+
+    names: set[str] = set()
+    for pattern in ("env.json", "*.jsonl"):
+        for record in tmp_path_factory.getbasetemp().rglob(pattern):
+            try:
+                names |= referenced([record])
+            except Exception:  # noqa: BLE001 -- a test's deliberately broken record names nothing
+                pass
+    ours = (n for n in names if n.startswith(PREFIXES))  # never a base image, never a pushed copy
+    for name in sorted(ours, key=lambda n: "/env." in n):  # instance images first: they are built on the env's
+        try:
+            c.api.remove_image(name)
+        except Exception:  # noqa: BLE001 -- gone already, or in use: clean-up is best effort
+            pass
 
 
 @pytest.fixture(scope="session")
