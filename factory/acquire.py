@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
-import httpx
 
 from bugforge.errors import BugforgeError
+from bugforge.factory.fallbacks import period_date
+from bugforge.factory.package_index import release_time, sdist_from_index
 from bugforge.paths import cache_home
 from bugforge.testing.fold import FIXED_DATE
 
@@ -58,6 +59,9 @@ class Acquired:
     """A clone with the source's history (for history-revert bugs); None when there is none."""
     notes: list[str] = field(default_factory=list)
     """What acquiring did beyond copying the tree: submodules initialised, or why one could not be."""
+    date: str | None = None
+    """A pypi: release's period date (`fallbacks.period_date` of `package_index.release_time`: when it was
+    published); None for other sources (their history gives the commit's), when unknown, or when recent."""
 
 
 def slug(text: str) -> str:
@@ -246,10 +250,11 @@ def _fetch_mirror(url: str, sha: str) -> Path:
 
 
 def _from_pypi(source: str, dest: Path) -> Acquired:
+    """The sdist of NAME==VERSION as a snapshot tagged VERSION, with its release's period date."""
     spec = source[len("pypi:") :]
     if not re.match(r"^[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+$", spec):
         raise BugforgeError(f"{source!r} is not of the form pypi:NAME==VERSION", "e.g. pypi:attrs==23.2.0")
-    name = spec.split("==")[0]
+    name, version = spec.split("==")
     with tempfile.TemporaryDirectory() as tmp:
         # pip prepares the sdist's metadata before it keeps the file: in an isolated build environment
         # (the host rarely has the project's build backend, or `wheel` for setup.py projects), and with
@@ -261,7 +266,7 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
         )
         files = [p for p in Path(tmp).iterdir() if p.suffix in (".gz", ".zip", ".tgz", ".bz2")]
         if r.returncode != 0:  # its build backend failed, or it requires another Python than the host's
-            files = [f for f in [_sdist_from_index(name, spec.split("==")[1], Path(tmp))] if f]
+            files = [f for f in [sdist_from_index(name, version, Path(tmp))] if f]
         if not files:
             lines = [ln.strip() for ln in r.stderr.strip().splitlines() if ln.strip()]
             errors = [ln for ln in lines if ln.lower().startswith("error") and "metadata-generation-failed" not in ln]
@@ -279,62 +284,13 @@ def _from_pypi(source: str, dest: Path) -> Acquired:
         roots = list(extract.iterdir())
         top = roots[0] if len(roots) == 1 and roots[0].is_dir() else extract
         _copy_tree(top, dest)
+        date = period_date(release_time(name, version, archive))
     c = snapshot(dest, f"snapshot of {spec} (sdist)")
     # Version-from-git build plugins (setuptools_scm, hatch-vcs) read the snapshot's git, not PKG-INFO:
     # without a tag the project installs as 0.1.dev1, and the first dependency that requires it (a test
     # tool, a plugin) replaces the tree under test with the release from the package index.
-    _git(dest, "tag", spec.split("==")[1])
-    return Acquired(slug(name), source, c, None)
-
-
-def _sdist_from_index(name: str, version: str, into: Path) -> Path | None:
-    """The sdist of NAME==VERSION downloaded from pip's index (PEP 691 JSON), its sha256 checked; None if
-    the index lists none; a BugforgeError when it lists only wheels of that release (`wheels_only`). For
-    projects whose metadata no current build backend can prepare, and those whose requires-python excludes
-    the host's Python (the environment picks its own)."""
-    index = os.environ.get("PIP_INDEX_URL")
-    if not index:
-        r = subprocess.run(
-            ["python3", "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
-        )
-        index = r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else "https://pypi.org/simple"
-    norm = re.sub(r"[-_.]+", "-", name).lower()
-    accept = {"Accept": "application/vnd.pypi.simple.v1+json"}
-    try:
-        listing = httpx.get(f"{index.rstrip('/')}/{norm}/", headers=accept, follow_redirects=True, timeout=60)
-        listing.raise_for_status()
-        want_name = f"{norm}-{version}".replace("-", "_").lower()
-        listed = listing.json().get("files", [])
-        for f in listed:
-            fname = f["filename"]
-            ext = next((e for e in (".tar.gz", ".zip", ".tgz", ".tar.bz2") if fname.endswith(e)), None)
-            if ext is None or re.sub(r"[-_.]+", "_", fname[: -len(ext)]).lower() != re.sub(r"[-_.]+", "_", want_name):
-                continue
-            data = httpx.get(urllib.parse.urljoin(str(listing.url), f["url"]), follow_redirects=True, timeout=300)
-            data.raise_for_status()
-            want = f.get("hashes", {}).get("sha256")
-            if want and hashlib.sha256(data.content).hexdigest() != want:
-                return None
-            (into / fname).write_bytes(data.content)
-            return into / fname
-    except (httpx.HTTPError, ValueError):
-        return None
-    if wheels_only([f.get("filename", "") for f in listed], name, version):
-        raise BugforgeError(
-            f"{name}=={version} publishes wheels only, no sdist: not a pure-Python project with an sdist",
-            "bugforge builds from an sdist or a repository: pass the project's repository at this release's tag",
-        )
-    return None
-
-
-def wheels_only(filenames: list[str], name: str, version: str) -> bool:
-    """Whether a package index lists wheels of NAME==VERSION and no sdist of it (names and versions
-    compared normalised): such a release (a compiled project, e.g. triton) has no source to build from."""
-    norm = lambda t: re.sub(r"[-_.]+", "_", t).lower()  # noqa: E731
-    want = norm(f"{name}-{version}")
-    wheels = [f for f in filenames if f.endswith(".whl") and norm("-".join(f.split("-")[:2])) == want]
-    sdists = [f for f in filenames if norm(re.sub(r"\.(tar\.gz|zip|tgz|tar\.bz2)$", "", f)) == want]
-    return bool(wheels) and not sdists
+    _git(dest, "tag", version)
+    return Acquired(slug(name), source, c, None, date=date)
 
 
 def _copy_tree(src: Path, dest: Path) -> None:

@@ -161,7 +161,7 @@ def _build(
     env_dir.mkdir(parents=True, exist_ok=True)
     write_json(env_dir / "recipe.json", recipe)
     tag = f"bugforge/env.{slug(got.name)}:{base_commit[:10]}-{key[:10]}"
-    date = fallbacks.commit_date(got.history_dir, got.source_commit)
+    date = fallbacks.commit_date(got.history_dir, got.source_commit) or got.date  # a release's, without history
 
     def image(tag: str, recipe: Recipe) -> Recipe:
         require_disk(3.0, "an environment image")
@@ -193,7 +193,7 @@ def _build(
     except fallbacks.TooFewPassing as low:
         if not date or built.as_of or recipe_override is not None:
             raise
-        log(f"baseline: {low.what}; resolving as of the repository's commit date ({date[:10]}) instead")
+        log(f"baseline: {low.what}; resolving as of the source's date ({date[:10]}) instead")
         recipe = fallbacks.period(built, lambda **kw: detect(staging / "repo", **kw), date, low.what)
         recipe.notes += got.notes
         tag = f"{root}-p{date[:10].replace('-', '')}"

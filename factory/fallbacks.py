@@ -10,9 +10,10 @@ of its tests is an error, not an environment.
   line naming the dominant failure (grouped by exception and location); the caller tries period-correct
   tooling (`period`) before giving up.
 
-Period-correct tooling: every `pip install` resolves as of the repository's commit date (pip's
-`--uploaded-prior-to`, set by environment, and uv's `--exclude-newer` for pytest itself), on the newest
-Python the base images offer that was released by then."""
+Period-correct tooling: every `pip install` resolves as of the source's date (`period_date`: its
+commit's committer date, or a pypi: release's publication date) with pip's `--uploaded-prior-to`, set by
+environment, and uv's `--exclude-newer` for pytest itself, on the newest Python the base images offer
+that was released by then."""
 
 from __future__ import annotations
 
@@ -75,17 +76,22 @@ def dockerfile_lines(recipe: Recipe) -> list[str]:
 
 
 def commit_date(history_dir: str | None, commit: str) -> str | None:
-    """The committer date of `commit` (UTC, ISO 8601 with Z) in the source's history; None without
-    history, or for a commit of the last RECENT_DAYS (resolving as of then would change nothing)."""
+    """The committer date of `commit` in the source's history as a period date (`period_date`); None
+    without history."""
     if not history_dir:
         return None
     r = subprocess.run(["git", "-C", history_dir, "show", "-s", "--format=%ct", commit], capture_output=True, text=True)
     if r.returncode or not r.stdout.strip().isdigit():
         return None
-    when = datetime.fromtimestamp(int(r.stdout.strip()), timezone.utc)
-    if (datetime.now(timezone.utc) - when).days < RECENT_DAYS:
+    return period_date(datetime.fromtimestamp(int(r.stdout.strip()), timezone.utc))
+
+
+def period_date(when: datetime | None) -> str | None:
+    """`when` (timezone-aware) as the date period-correct tooling resolves as of: UTC, ISO 8601 with Z;
+    None when unknown, or for a time of the last RECENT_DAYS (resolving as of then would change nothing)."""
+    if when is None or (datetime.now(timezone.utc) - when).days < RECENT_DAYS:
         return None  # the newest releases are the period's
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def compiler_needed(log_text: str) -> bool:
@@ -179,7 +185,7 @@ def period(recipe: Recipe, redetect: Callable[..., Recipe], date: str, why: str)
     r = redetect(build=not any("not built" in n for n in recipe.notes), as_of=date)
     if COMPILER in recipe.install:
         r.install.insert(0, COMPILER)
-    r.notes.append(f"install: resolved as of {date} (the repository's commit date): {why}")
+    r.notes.append(f"install: resolved as of {date} (the source's commit or release date): {why}")
     return r
 
 

@@ -1,9 +1,13 @@
 """Fixtures of the factory's tests: fixture repositories (mini, deco), their environments (built once
-per package or module), and `edit`, a hand-written candidate."""
+per package or module), `edit`, a hand-written candidate, and `sdist` and `package_index`: a release and the index serving it."""
 
 from __future__ import annotations
 
+import http.server
+import io
+import tarfile
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -310,3 +314,55 @@ DECO["tests/test_core.py"] = DECO["tests/test_core.py"].replace(
 @pytest.fixture(scope="module")
 def deco_env(environment_of):
     return environment_of("deco", DECO)
+
+
+@pytest.fixture
+def package_index(monkeypatch):
+    """`package_index(routes)`: a package index on 127.0.0.1 serving `routes` ({path: bytes}; a path
+    ending in `/` as PEP 691 JSON, anything else 404), set as PIP_INDEX_URL; returns that URL (`.../simple`).
+    `routes` is read at each request, so a test may change it."""
+    servers = []
+
+    def serve(routes: dict[str, bytes]) -> str:
+        class Index(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                body = routes.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                json_ = self.path.endswith("/")
+                self.send_header(
+                    "Content-Type", "application/vnd.pypi.simple.v1+json" if json_ else "application/octet-stream"
+                )
+                self.end_headers()
+                self.wfile.write(body if body is not None else b"{}")
+
+            def log_message(self, *a):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        url = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        monkeypatch.setenv("PIP_INDEX_URL", url)
+        return url
+
+    yield serve
+    for server in servers:
+        server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sdist():
+    """`sdist(path, files, mtimes)`: writes a .tar.gz sdist at `path` (its members under NAME-VERSION/, from
+    the file name) holding {name: text}, each member's mtime from {name: seconds} (default: 2021-03-01)."""
+
+    def make(path: Path, files: dict[str, str], mtimes: dict[str, float] | None = None) -> Path:
+        top = path.name.removesuffix(".tar.gz")
+        with tarfile.open(path, "w:gz") as tar:
+            for name, text in files.items():
+                data = textwrap.dedent(text).lstrip().encode()
+                member = tarfile.TarInfo(f"{top}/{name}")
+                member.size, member.mtime = len(data), (mtimes or {}).get(name, 1614556800)
+                tar.addfile(member, io.BytesIO(data))
+        return path
+
+    return make

@@ -1,19 +1,16 @@
 """factory/acquire.py: a local git source read again after it moved on (the clone cache is refreshed), a
-tree git cannot write out, a release with wheels only."""
+tree git cannot write out, a pypi: release dated by its sdist."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 
-from bugforge.errors import BugforgeError
-from bugforge.factory.acquire import _sdist_from_index, acquire, wheels_only
+from bugforge.factory.acquire import acquire
 
 
 def test_a_local_repository_is_read_at_its_current_head(git_repo, tmp_path, monkeypatch):
@@ -48,11 +45,13 @@ def test_a_bare_mirror_is_a_git_source(git_repo, tmp_path, monkeypatch):
 @pytest.mark.network
 def test_an_sdist_pip_cannot_prepare_is_taken_from_the_index(tmp_path, monkeypatch):
     """html5lib 1.1's setup.py imports pkg_resources, which current setuptools lacks: pip download fails
-    preparing its metadata; the file comes from the package index (PyPI) directly, its hash checked."""
+    preparing its metadata; the file comes from the package index (PyPI) directly, its hash checked, and
+    its date from PyPI's upload time."""
     monkeypatch.setenv("BUGFORGE_HOME", str(tmp_path / "home"))
     got = acquire("pypi:html5lib==1.1", None, tmp_path / "a")
     assert got.name == "html5lib" and (tmp_path / "a" / "html5lib" / "tests").is_dir()
     assert "Version: 1.1" in (tmp_path / "a" / "PKG-INFO").read_text()
+    assert got.date == "2020-06-22T23:32:38Z"  # PyPI's upload time of the sdist: the release's period date
 
 
 def test_a_tree_git_cannot_write_out_is_one_error_line(git_repo, tmp_path):
@@ -76,37 +75,20 @@ def test_a_tree_git_cannot_write_out_is_one_error_line(git_repo, tmp_path):
     assert not list(out.glob(".staging/*/repo")) and not (out / "proj").exists()
 
 
-TRITON_FILES = [  # triton's index entries: wheels of each release, never an sdist (fresh sample, issue 38)
-    "triton-3.8.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-    "triton-3.9.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-    "triton-3.9.0-cp313-cp313-manylinux_2_27_aarch64.manylinux_2_28_aarch64.whl",
-]
-
-
-def test_a_release_with_wheels_only_is_one_not_applicable_line(tmp_path, monkeypatch):
-    assert wheels_only(TRITON_FILES, "triton", "3.9.0") and not wheels_only(TRITON_FILES, "triton", "3.10.0")
-    both = ["python_docx-1.2.0-py3-none-any.whl", "python_docx-1.2.0.tar.gz"]
-    assert not wheels_only(both, "python-docx", "1.2.0") and wheels_only(both[:1], "Python.Docx", "1.2.0")
-    listing = json.dumps({"files": [{"filename": f, "url": f"../../f/{f}", "hashes": {}} for f in TRITON_FILES]})
-
-    class Index(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            self.send_response(200 if self.path == "/simple/triton/" else 404)
-            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
-            self.end_headers()
-            self.wfile.write(listing.encode() if self.path == "/simple/triton/" else b"{}")
-
-        def log_message(self, *a):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_address[1]}/simple")
-    try:
-        with pytest.raises(BugforgeError) as e:
-            _sdist_from_index("triton", "3.9.0", tmp_path)
-        assert _sdist_from_index("triton", "3.10.0", tmp_path) is None  # not listed at all: pip's error stands
-    finally:
-        server.shutdown()
-    assert "\n" not in e.value.line() and "not a pure-Python project with an sdist" in e.value.what
-    assert not list(tmp_path.iterdir())
+def test_a_pypi_release_is_dated_by_its_sdist(tmp_path, monkeypatch, sdist, package_index):
+    """A pypi: source has no history: its period date is the release's (here, from an index that gives no
+    upload time: the newest build time inside the sdist), so the period-correct rung can run for it."""
+    monkeypatch.setenv("BUGFORGE_HOME", str(tmp_path / "home"))
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "bugforge-dated-fixture"\nversion = "1.0"\n',
+        "PKG-INFO": "Metadata-Version: 2.1\nName: bugforge-dated-fixture\nVersion: 1.0\n",
+        "dated.py": "X = 1\n",
+    }
+    name = "bugforge_dated_fixture-1.0.tar.gz"
+    data = sdist(tmp_path / name, files, {"dated.py": 1614643200}).read_bytes()  # 2021-03-02
+    listing = {"files": [{"filename": name, "url": f"../../f/{name}", "hashes": {}}]}
+    package_index({"/simple/bugforge-dated-fixture/": json.dumps(listing).encode(), f"/f/{name}": data})
+    got = acquire("pypi:bugforge-dated-fixture==1.0", None, tmp_path / "a")
+    assert (tmp_path / "a" / "dated.py").read_text() == "X = 1\n" and got.history_dir is None
+    assert got.date == "2021-03-02T00:00:00Z"
