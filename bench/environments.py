@@ -37,7 +37,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "environments.txt"
 # One repair step as the CLI logs it (factory/repair.py): "repair: PROBLEM -> ACTION (WHY): RESULT".
-REPAIR_LINE = re.compile(r"^repair: .+ -> .+: (fixed|not fixed|failed)")
+REPAIR_LINE = re.compile(r"^repair: .+ -> .+: (fixed|not fixed|failed|reverted)")
 NOT_APPLICABLE = "not applicable"  # a project bugforge does not claim (wheels only): out of the success rate
 
 

@@ -77,7 +77,8 @@ class RepairStep:
     action: str
     """The install command or pytest argument tried, and why that one (e.g. "from extra 'yaml'")."""
     result: str
-    """fixed | not fixed | failed: <why> (a failed install is not kept in the recipe)."""
+    """fixed | not fixed | failed: <why> | reverted: <why> (a step that made collection worse, undone);
+    a failed or reverted install is not kept in the recipe."""
 
 
 @dataclass

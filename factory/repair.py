@@ -2,6 +2,12 @@
 collect the suite (no tests run) and fix what stops collection, a few rounds at most, each install as a
 new image layer on the previous image; then leave out the test files that still cannot be collected.
 
+A step is kept only if it does not make collection worse: when, after a round, fewer tests are collected,
+a file that collected before fails to, or the whole collection fails (factory/collection.py, `worse`), the
+round is undone (its previous image is used again; a round of several steps is retried one step at a
+time), each undone step is recorded as `reverted: <why>`, and the files that asked for it are left out
+as if no install had fixed them (gevent's `monkey.patch_all()` at import broke a whole suite, issue 38).
+
 Contract of `repair(image, recipe, repo)`: returns the image to use; `recipe` gains the install commands
 that were kept (`install`), the pytest arguments (`pytest_args`: `-p no:NAME`, `--ignore=FILE`), one
 `RepairStep` per step tried (`repairs`) and one `ExcludedFile` per file left out (`excluded`). It raises
@@ -11,27 +17,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import json
 import re
 import shlex
 import sys
-import tarfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import docker.errors
-import requests
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from bugforge.engine import LABEL, client
 from bugforge.errors import BugforgeError
+from bugforge.factory.collection import Collection, collect, last_line, worse
 from bugforge.factory.project_files import declared, repository_url
 from bugforge.images import build_image, image_exists
 from bugforge.records import ExcludedFile, Recipe, RepairStep
-from bugforge.testing.tools import dir_archive, file_archive
 
 Log = Callable[[str], None]
 MAX_ROUNDS = 4
@@ -45,21 +46,6 @@ UNTRACKED_TO_EXCLUDE = (
     "RUN cd /testbed && git ls-files -o --exclude-standard | sed 's|^|/|' >> .git/info/exclude"
     " && git status --porcelain | head -n 20"
 )
-COLLECT_DIR = "/tmp/bugforge-collect"
-# A pytest plugin (Python 3.9+, standard library only) that writes the collected node ids and the
-# collection errors; pytest's own console text is read only for what happens before plugins load.
-COLLECTOR = f"""
-import json
-items, errors = [], {{}}
-def pytest_collectreport(report):
-    if report.failed:
-        errors[report.nodeid] = str(report.longrepr)[-4000:]
-def pytest_collection_finish(session):
-    items.extend(i.nodeid for i in session.items)
-def pytest_unconfigure(config):
-    with open({COLLECT_DIR + "/collected.json"!r}, "w") as f:
-        json.dump({{"items": items, "errors": errors}}, f)
-"""
 _MISSING = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
 _PLUGIN_NAME = re.compile(r"Plugin '([^']+)' for hook|Error importing plugin \"([^\"]+)\"")
 _ADDOPTS_FAILURE = ("unrecognized arguments", "Error importing plugin", "No module named 'pytest_")
@@ -72,60 +58,6 @@ _PLUGIN_FAILURE = (
 )
 # A warning a plugin issues while pytest configures itself, made an error by the project's filterwarnings.
 _CONFIG_WARNING = re.compile(r"INTERNALERROR> (pytest\.Pytest\w*Warning): ")
-
-
-@dataclass
-class Collection:
-    """What `pytest --collect-only --continue-on-collection-errors` found in an image."""
-
-    items: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
-    """node id (a file or directory) -> the collection error's text."""
-    log: str = ""
-    """The console's last lines (startup failures happen before any plugin can report)."""
-    timed_out: bool = False
-
-    def files(self) -> set[str]:
-        return {i.split("::")[0] for i in self.items}
-
-
-def collect(image: str, recipe: Recipe, timeout: float) -> Collection:
-    """Collect the suite of `image` as every run would (recipe.pytest_args, test_files), with no network."""
-    args = ["--collect-only", "-q", "--continue-on-collection-errors", *recipe.pytest_args, *recipe.test_files]
-    script = (
-        f"cd /testbed && PYTHONPATH={COLLECT_DIR}${{PYTHONPATH:+:$PYTHONPATH}} PYTHONDONTWRITEBYTECODE=1 "
-        f"python -m pytest -p bugforge_collect {' '.join(shlex.quote(a) for a in args)}"
-    )
-    c = client().containers.create(
-        image, ["bash", "-c", script], network_mode="none", labels={LABEL: "testrun"}, working_dir="/testbed"
-    )
-    try:
-        c.put_archive("/tmp", dir_archive(COLLECT_DIR.rsplit("/", 1)[1]))
-        c.put_archive(COLLECT_DIR, file_archive("bugforge_collect.py", COLLECTOR.encode()))
-        c.start()
-        col = Collection()
-        try:
-            c.wait(timeout=timeout)
-        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-            col.timed_out = True
-            c.kill()
-        col.log = c.logs(tail=60).decode(errors="replace")
-        try:
-            stream, _ = c.get_archive(COLLECT_DIR + "/collected.json")
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-                data = json.loads(tar.extractfile(tar.getmembers()[0]).read())
-            col.items, col.errors = data["items"], data["errors"]
-        except (docker.errors.NotFound, tarfile.TarError, ValueError, KeyError, IndexError, TypeError, AttributeError):
-            pass  # no (whole) collected.json: pytest stopped before its session (a plugin or conftest failed to load)
-        return col
-    finally:
-        c.remove(force=True)
-
-
-def last_line(text: str) -> str:
-    """The error's own line: the last non-empty line, without pytest's `E   ` prefix."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return re.sub(r"^E\s+", "", lines[-1])[:300] if lines else "unknown error"
 
 
 def missing_modules(col: Collection) -> dict[str, str]:
@@ -305,23 +237,7 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
         if not steps or col.timed_out:
             break
         tried |= {s.action for s in steps}
-        cmds = [s.action for s in steps if s.install]
-        new, failed = image, {}
-        if cmds:
-            log(f"repair: round {rnd}: {'; '.join(cmds)}")
-            new, failed = _install_layer(image, root, cmds, log, log_dir / f"repair-{rnd}.log")
-        kept = [c for c in cmds if c not in failed]
-        recipe.install += kept
-        recipe.pytest_args += [a for s in steps if not s.install for a in s.action.split()]
-        recipe.notes += [s.note for s in steps if s.note]
-        image = new
-        col = collect(image, recipe, timeout)
-        for s in steps:
-            result = (
-                f"failed: {failed[s.action][:200]}" if s.action in failed else "not fixed" if s.check(col) else "fixed"
-            )
-            recipe.repairs.append(RepairStep(s.problem, f"{s.action} ({s.why})", result))
-            log(f"repair: {s.problem} -> {s.action} ({s.why}): {result}")
+        image, col = _round(str(rnd), steps, image, col, recipe, root=root, timeout=timeout, log_dir=log_dir, log=log)
     try:
         exclude(col, recipe)
     except BugforgeError as e:
@@ -329,6 +245,52 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
             e.fix += f", or build from the project's repository ({url}) at this release's tag"
         raise
     return image
+
+
+def _round(
+    name: str,
+    steps: list[_Step],
+    image: str,
+    col: Collection,
+    recipe: Recipe,
+    *,
+    root: str,
+    timeout: float,
+    log_dir: Path,
+    log: Log,
+) -> tuple[str, Collection]:
+    """Take `steps` on `image` (whose collection is `col`) and collect again: the image and collection to
+    go on from. The steps are kept only when the collection is no worse; else they are undone (`image`,
+    `col` again; each step recorded as reverted), and when there were several, tried again one at a time,
+    so that the one that breaks collection costs the others nothing."""
+    cmds = [s.action for s in steps if s.install]
+    new, failed = image, {}
+    if cmds:
+        log(f"repair: round {name}: {'; '.join(cmds)}")
+        new, failed = _install_layer(image, root, cmds, log, log_dir / f"repair-{name}.log")
+    args = [a for s in steps if not s.install for a in s.action.split()]
+    after = collect(new, replace(recipe, pytest_args=recipe.pytest_args + args), timeout)
+    why = worse(col, after)
+    if why and len(steps) > 1:
+        log(f"repair: round {name} made collection worse ({why}): its steps one at a time")
+        for i, s in enumerate(steps, 1):
+            image, col = _round(
+                f"{name}.{i}", [s], image, col, recipe, root=root, timeout=timeout, log_dir=log_dir, log=log
+            )
+        return image, col
+    for s in steps:
+        if s.action in failed:
+            result = f"failed: {failed[s.action][:200]}"
+        else:
+            result = f"reverted: {why}" if why else "not fixed" if s.check(after) else "fixed"
+        recipe.repairs.append(RepairStep(s.problem, f"{s.action} ({s.why})", result))
+        log(f"repair: {s.problem} -> {s.action} ({s.why}): {result}")
+    if why:
+        return image, col
+    recipe.install += [c for c in cmds if c not in failed]
+    recipe.pytest_args += args
+    recipe.notes += [s.note for s in steps if s.note]
+    return new, after
 
 
 def _install_layer(image: str, root: str, cmds: list[str], log: Log, log_file: Path) -> tuple[str, dict[str, str]]:

@@ -4,18 +4,22 @@ Real images, containers and git repositories; the choices themselves are tested 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 import os
 import subprocess
 import tarfile
+import zipfile
 
 import pytest
 
 from bugforge.factory import build_environment
 from bugforge.factory.acquire import acquire
+from bugforge.factory.collection import Collection, worse
 from bugforge.factory.project_files import repository_url
-from bugforge.factory.repair import Collection, exclude, plan, provider
+from bugforge.factory.repair import exclude, plan, provider
 from bugforge.records import ExcludedFile, Recipe
 
 # --- what to install for a missing module, and what to do about a failing plugin (no container) -----
@@ -126,6 +130,18 @@ def test_plan_replaces_a_pytest_that_crashes_on_the_images_python(tmp_path):
     assert step.action == "pip install 'pytest>=7.4,<9'" and "lineno" in step.problem
     assert plan(Collection(log=log), Recipe(), tmp_path, {step.action}) == []  # once only
     assert plan(Collection(items=["t.py::a"], log=log), Recipe(), tmp_path, set()) == []  # it collected: no crash
+
+
+def test_a_collection_is_worse_with_fewer_tests_a_file_broken_or_nothing_collected():
+    before = Collection(items=["t/a.py::x", "t/b.py::y"], errors={"t/c.py": "E   ModuleNotFoundError: m"})
+    assert worse(before, Collection(items=["t/a.py::x", "t/b.py::y", "t/c.py::z"])) is None  # fixed: better
+    assert worse(before, before) is None
+    assert worse(before, Collection(items=["t/a.py::x"])) == "2 tests collected before it, 1 after"
+    broken = Collection(items=["t/a.py::x", "t/b.py::y", "t/c.py::z"], errors={"t/b.py::K": "E   RuntimeError: x"})
+    assert worse(before, broken) == "t/b.py::K collected before it, now: RuntimeError: x"
+    crashed = Collection(log="INTERNALERROR> RuntimeError: cannot release un-acquired lock")
+    assert worse(Collection(errors=before.errors), crashed).startswith("the whole collection failed: INTERNALERROR>")
+    assert worse(Collection(), crashed) is None  # nothing collected before either: not worse
 
 
 # --- real environments ----------------------------------------------------------------------------
@@ -291,3 +307,57 @@ def test_a_hung_test_is_deselected_and_recorded(base_image, tmp_path, cli, git_r
     env = json.loads((out / "hangs" / "env.json").read_text())
     assert sorted(env["tests"]) == ["tests/test_ok.py::test_ok", "tests/test_thread.py::test_leaves_a_thread"]
     assert "ran past 2 CPU-seconds" in r.stdout and "test_waits" in r.stdout, r.stdout  # the summary says so
+
+
+# A distribution whose import breaks every later import, as gevent's monkey.patch_all() broke dulwich 1.2.21's
+# suite (issue 38): pytest can no longer import the test files it collects after the one that imports it.
+BREAKER = (
+    "import sys\n\n\nclass _Breaker:\n    def find_spec(self, name, path=None, target=None):\n"
+    "        raise RuntimeError(f'breaker: no import after me ({name})')\n\n\nsys.meta_path.insert(0, _Breaker())\n"
+)
+
+
+def _wheel(path, name: str, files: dict[str, str]) -> None:
+    """A real wheel of `files` (RECORD with hashes), as pip installs it."""
+    info = f"{name}-1.0.dist-info"
+    files = {
+        **files,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for p, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record += f"{p},sha256={digest},{len(text.encode())}\n"
+    with zipfile.ZipFile(path, "w") as z:
+        for p, text in {**files, f"{info}/RECORD": record + f"{info}/RECORD,,\n"}.items():
+            z.writestr(p, text)
+
+
+def test_a_step_that_makes_collection_worse_is_reverted_and_its_file_excluded(
+    base_image, tmp_path, git_repo, mini_files
+):
+    """One file imports the project's module that imports `breaker`, which only an extra provides (a wheel in
+    the repository, installed by its direct reference); once installed, its import breaks the collection of every file after it. The install
+    is undone and recorded as reverted, the file that asked for it is excluded, the rest of the suite passes."""
+    (tmp_path / "br" / "wheels").mkdir(parents=True)
+    whl = "breaker-1.0-py3-none-any.whl"
+    _wheel(tmp_path / "br" / "wheels" / whl, "breaker", {"breaker.py": BREAKER})
+    files = dict(mini_files)
+    files["pyproject.toml"] = files["pyproject.toml"].replace(
+        'test = ["pytest"]', f'test = ["pytest"]\n        swift = ["breaker @ file:///testbed/wheels/{whl}"]'
+    )
+    files["src/mini/swift.py"] = "import breaker\n"  # not a test file's import: the repair installs it
+    files["tests/test_needs_breaker.py"] = "from mini import swift\n\n\ndef test_breaks():\n    assert swift\n"
+    files["tests/test_ok.py"] = "".join(f"def test_ok_{i}():\n    assert {i} == {i}\n\n\n" for i in range(3))
+    repo = git_repo(tmp_path / "br", files)
+    rec, _ = build_environment(str(repo), out=tmp_path / "runs", log=lambda m: None)
+    (step,) = rec.recipe.repairs
+    assert step.problem == "tests/test_needs_breaker.py: ModuleNotFoundError: No module named 'breaker'"
+    assert step.action == f"pip install 'breaker @ file:///testbed/wheels/{whl}' (the project's extra 'swift')"
+    assert step.result == "reverted: 8 tests collected before it, 4 after", step
+    assert not any("breaker" in c for c in rec.recipe.install), rec.recipe.install
+    assert rec.recipe.excluded == [
+        ExcludedFile("tests/test_needs_breaker.py", "ModuleNotFoundError: No module named 'breaker'")
+    ]
+    assert {f"tests/test_ok.py::test_ok_{i}" for i in range(3)} <= set(rec.passing) and len(rec.passing) == 8
