@@ -374,26 +374,15 @@ from bugforge.sandbox import attacks_round10 as round10  # noqa: E402  (it build
 
 PATTERNS.update(round10.PATTERNS)
 
-from bugforge.sandbox import attacks_round11 as round11  # noqa: E402  (it builds on Pattern above)
-
-PATTERNS.update(round11.PATTERNS)
-
-from bugforge.sandbox import attacks_round12 as round12  # noqa: E402  (it builds on Pattern above)
-
-PATTERNS.update(round12.PATTERNS)
-
-from bugforge.sandbox import attacks_round13 as round13  # noqa: E402  (it builds on Pattern above)
-
-PATTERNS.update(round13.PATTERNS)
-
-from bugforge.sandbox import attacks_round14 as round14  # noqa: E402  (it builds on Pattern above)
+from bugforge.sandbox import attacks_round11 as round11  # noqa: E402  (each builds on Pattern above)
+from bugforge.sandbox import attacks_round12 as round12  # noqa: E402
+from bugforge.sandbox import attacks_round13 as round13  # noqa: E402
+from bugforge.sandbox import attacks_round14 as round14  # noqa: E402
 from bugforge.sandbox import attacks_round15 as round15  # noqa: E402
-
-PATTERNS.update(round14.PATTERNS)
-PATTERNS.update(round15.PATTERNS)
-
 from bugforge.sandbox import attacks_round16 as round16  # noqa: E402  (its stated-limit pattern: not held to)
 from bugforge.sandbox import attacks_round17 as round17  # noqa: E402
+from bugforge.sandbox import attacks_round18 as round18  # noqa: E402
 
+for later in (round11, round12, round13, round14, round15, round17, round18):
+    PATTERNS.update(later.PATTERNS)
 PATTERNS.update({name: p for name, p in round16.PATTERNS.items() if "(stated limit)" not in name})
-PATTERNS.update(round17.PATTERNS)

@@ -43,6 +43,7 @@ def installed_dirs(root):
 
 
 MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
+C3 = type.__dict__["mro"]  # the MRO a class's bases give (type.mro, C3), whatever its metaclass's mro() says
 CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__
 _MODULE_OF, ODD = type.__dict__["__module__"].__get__, "<a value whose class cannot be read plainly>"
 _FLAGS, _IMMUTABLE, _HEAP = type.__dict__["__flags__"].__get__, 1 << 8, 1 << 9  # (C types: immutable or static)

@@ -17,7 +17,7 @@ import sys
 import types
 import unittest
 
-from . import handoff, witness
+from . import handoff, origin, witness
 from .defined import item_problems
 from .events import (  # (the probe imports the events from here too)
     ASSERTER,
@@ -37,8 +37,6 @@ from .events import (  # (the probe imports the events from here too)
     REGISTERED,
     SWAPS,
     TAMPER,
-    TRACING,
-    WALKS,
     WATCHED,
     is_file_source,
 )
@@ -71,26 +69,6 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     main, walking, cleared = threading.main_thread().ident, [False], {}  # (walking: see inline; cleared: handoff)
     root = root.rstrip("/") + "/"
 
-    def tree_code(filename):
-        if type(filename) is not str:  # (never a method of the tree's objects inside the hook)
-            return True
-        name = os.path.basename(filename)
-        return (
-            filename.startswith(root)
-            and not filename.startswith(own_dir)
-            and not (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py"))
-        )
-
-    def untrusted(filename):
-        """A file of the tree's non-test code, or one outside the tree and the installed directories."""
-        if type(filename) is not str:
-            return True
-        return (
-            filename.startswith("/")
-            and not filename.startswith(installed)
-            and (tree_code(filename) or not filename.startswith(root))
-        )
-
     def own_walk(fn):
         """fn walks the event's frames by exact types only (frames' f_code and f_back, code's co_filename,
         methods of exact str): no code of the tree can run in it, so `inline` does not judge its reads
@@ -106,43 +84,6 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 walking[0] = False
 
         return walked
-
-    @own_walk
-    def culprit(frame, thread, event=""):
-        """Whether the event comes from the tree's non-test code: the first frame outward from the one
-        that raised it that is a file neither installed nor of the tree's tests (code compiled from a
-        string is passed over; a file outside the tree and the installed directories, one written at run
-        time, counts as the tree's)."""
-        strings = False
-        while frame is not None:
-            code = frame.f_code
-            filename = code.co_filename
-            if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
-                return untrusted(filename) and id(code) not in seen.test_code  # (compiled by the grader: a test's)
-            strings = strings or not (filename.startswith("/") or id(code) in frozen)
-            frame = frame.f_back
-        return (strings or event in WALKS) and (event in TRACING or thread != main)  # (events.WALKS, TRACING)
-
-    @own_walk
-    def direct(frame):
-        """Whether the event's own source is the tree's non-test code: the first frame outward that is a
-        file (code compiled from a string is passed over), installed or not."""
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            if type(filename) is not str or filename.startswith("/"):
-                return untrusted(filename)
-            frame = frame.f_back
-        return False
-
-    @own_walk
-    def on_behalf_of_tree(frame):
-        """Whether any frame from `frame` outward is untrusted code (a record must come from pytest's
-        own run loop through the probe, never on behalf of the tree's code)."""
-        while frame is not None:
-            if untrusted(frame.f_code.co_filename):
-                return True
-            frame = frame.f_back
-        return False
 
     def send(record):
         """A record to the collector: its JSON with the next sequence number, and an HMAC of that under
@@ -287,7 +228,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         elif event == COMPILED:
             seen.compiled(args[0])
         elif event == REGISTERED:  # (addTypeEqualityFunc, recompiled: casecode.py; the test's own, in its thread)
-            if thread != main or culprit(frame, thread):
+            if thread != main or culprit(frame, thread, event):
                 tamper("code of the tree registered an asserter for assertEqual")
             else:
                 seen.register(args)
@@ -396,4 +337,5 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     handoff.nondumpable()
     frozen = handoff.frozen_codes() | handoff.program_code()  # (frozen modules' code and the `-c` program
     # that started the process: trusted by identity, as installed files by path)
+    culprit, direct, on_behalf_of_tree = origin.judges(root, own_dir, installed, seen, main, frozen, own_walk)
     sys.addaudithook(hook)

@@ -28,7 +28,7 @@ import types
 import unittest
 
 from .caseclass import as_collected, class_state, registry_vouched
-from .installed import CLASS_DICT, MRO
+from .installed import C3, CLASS_DICT, MRO
 
 EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
 STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
@@ -228,6 +228,13 @@ def install(rewrite, installed=(), _audit=sys.audit):
     return witnessed_rewrite_test.__code__
 
 
+def _given_by_bases(cls, mro):
+    """Whether a class's MRO (as collected: every check reads it) is the one its bases give (round 18's
+    metaclass put a class of no-op assertions into it)."""
+    given = C3(cls)
+    return len(given) == len(mro) and all(a is b for a, b in zip(given, mro))
+
+
 class Witness:
     """The monitor's record of what the grader compiled and how each test's own function ended; held
     in the monitor's closure only (monitor.py feeds it the events)."""
@@ -298,6 +305,8 @@ class Witness:
             state = known[1]  # (issubclass of its type: no __class__ property runs)
             if state is not None:
                 self.classes[nodeid] = (cls, state)
+                if not _given_by_bases(cls, state[0]):
+                    out.append("a test class's MRO is not the one its bases give (its metaclass's mro())")
             code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
             if id(code) in self.codes:
                 self.expect[nodeid] = code

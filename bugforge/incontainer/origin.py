@@ -1,0 +1,119 @@
+"""Who caused an audit event, for the monitor (monitor.py; docs/security.md, 3): the tree's non-test code,
+or code the grader need not distrust (its own, installed code, the tests' own).
+
+- The tests' own code is what the grader compiled from the test files (`Witness.test_code`, by the
+  identity of each code object), never a file named like a test: a file name is the tree's to choose
+  (round 18 compiled its object walk under `test_*.py`).
+- A capability (CAPABILITIES: an object walk, an asserter registered for assertEqual) is used by the code
+  that asks for it: the innermost Python frame under the call must name it (among its names or its
+  constants). Any other frame there had the
+  capability used *in* it by a callable the interpreter ran: a finalizer, a weakref or garbage-collector
+  callback, a C iterator's consumer (round 18 ran its walk and its registrations from weakref.finalize
+  at the next allocation, in the test's own frame). Such a use is the tree's.
+- While the garbage collector runs in the event's thread (the monitor's own gc callbacks, first and
+  last in `gc.callbacks`, say when), or while a gc callback that is not installed code is registered,
+  a capability is the tree's too.
+Python 3.9+, standard library."""
+
+import _thread
+import gc
+import types
+
+from .events import REGISTERED, TRACING, WALKS
+
+CAPABILITIES = {
+    "gc.get_objects": "get_objects",
+    "gc.get_referrers": "get_referrers",
+    "gc.get_referents": "get_referents",
+    "sys._current_frames": "_current_frames",
+    REGISTERED: "addTypeEqualityFunc",  # (raised by the recompiled method: its caller must name it)
+}
+
+
+def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C901 (closures: no namespace)
+    """(culprit, direct, on_behalf_of_tree) for the monitor. root: the tree; own_dir: the probe's package;
+    installed: directories of installed code; seen: the Witness; main: the main thread's ident; frozen:
+    ids of code trusted by identity; own_walk: the monitor's marker for walks of exact types only."""
+    collecting, callbacks, get_ident = [None], gc.callbacks, _thread.get_ident  # (the list the collector calls)
+
+    def started(phase, info):
+        if phase == "start":
+            collecting[0] = get_ident()
+
+    def stopped(phase, info):
+        if phase == "stop":
+            collecting[0] = None
+
+    callbacks.insert(0, started)
+    callbacks.append(stopped)
+
+    def untrusted(code):
+        """Code of the tree's non-test code, or of a file outside the tree and the installed directories."""
+        filename = code.co_filename
+        if type(filename) is not str:
+            return True
+        if not filename.startswith("/") or filename.startswith(installed) or filename.startswith(own_dir):
+            return False
+        return id(code) not in seen.test_code  # (compiled by the grader from the test files: the tests' own)
+
+    def foreign(callback):
+        if callback is started or callback is stopped:
+            return False
+        name = callback.__code__.co_filename if type(callback) is types.FunctionType else None
+        return type(name) is not str or not name.startswith(installed)
+
+    def collection(thread):
+        """Whether a collection runs in `thread`, or a callback of the collector's is not installed code."""
+        mine = [c for c in callbacks if c is started or c is stopped]
+        return collecting[0] == thread or len(mine) != 2 or any(map(foreign, list(callbacks)))
+
+    def asks(frame, event):
+        """Whether the innermost Python frame under the event (the caller of the recompiled method, for a
+        registration) names the capability."""
+        if event == REGISTERED and frame is not None:
+            frame = frame.f_back
+        if frame is None:
+            return False
+        name, code = CAPABILITIES[event], frame.f_code  # (by name, or by a constant: getattr's, casecode's lookups)
+        return any(type(n) is str and n == name for n in code.co_names + code.co_consts)
+
+    @own_walk
+    def culprit(frame, thread, event=""):
+        """Whether the event comes from the tree's non-test code: a capability not asked for where it is
+        used, or used during a collection; else the first frame outward from the one that raised it that
+        is a file not installed (code compiled from a string is passed over; a file outside the tree and
+        the installed directories, one written at run time, counts as the tree's)."""
+        if event in CAPABILITIES and (not asks(frame, event) or collection(thread)):
+            return True
+        strings = False
+        while frame is not None:
+            code = frame.f_code
+            filename = code.co_filename
+            if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
+                return untrusted(code)
+            strings = strings or not (filename.startswith("/") or id(code) in frozen)
+            frame = frame.f_back
+        return (strings or event in WALKS) and (event in TRACING or thread != main)
+
+    @own_walk
+    def direct(frame):
+        """Whether the event's own source is the tree's non-test code: the first frame outward that is a
+        file (code compiled from a string is passed over), installed or not."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if type(filename) is not str or filename.startswith("/"):
+                return untrusted(frame.f_code)
+            frame = frame.f_back
+        return False
+
+    @own_walk
+    def on_behalf_of_tree(frame):
+        """Whether any frame from `frame` outward is untrusted code (a record must come from pytest's own
+        run loop through the probe, never on behalf of the tree's code)."""
+        while frame is not None:
+            if untrusted(frame.f_code):
+                return True
+            frame = frame.f_back
+        return False
+
+    return culprit, direct, on_behalf_of_tree

@@ -1,0 +1,66 @@
+"""origin.py (who caused an event) and the collected MRO (witness.py): red-team round eighteen
+(sandbox/attacks_round18.py: code compiled under a test file's name, capabilities used from finalizers
+the collector runs, a metaclass's mro() in the collected classes) is caught, and the tests' own walks
+and registrations raise no false alarm. Real runs (conftest.Launch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bugforge.sandbox import attacks_round18_payloads as round18
+
+PKG = "def add(a, b):\n    return a - b  # the bug\n"
+ROUND18 = {
+    n: getattr(round18, n)
+    for n in ("COLLECTED_MRO", "SPOOFED_RELAY", "SPOOFED_REGISTERED", "FINALIZER_REGISTERED", "FINALIZER_RELAY")
+}
+CASE = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n"
+SUITES = {
+    "functions": {
+        "tests/__init__.py": "",
+        "tests/test_it.py": "import pkg\n\n\ndef test_bug():\n    assert pkg.add(1, 2) == 3\n\n\n"
+        "def test_ok():\n    assert pkg.add(1, 1) == 0\n",
+    },
+    "unittest": {
+        "tests/__init__.py": "",
+        "tests/test_it.py": CASE + "    def test_bug(self):\n        self.assertEqual(pkg.add(1, 2), 3)\n\n"
+        "    def test_ok(self):\n        self.assertEqual(pkg.add(1, 1), 0)\n",
+    },
+    "mixin": {
+        "tests/__init__.py": "class Mixin:\n    def test_bug(self):\n        import pkg\n"
+        "        self.assertEqual(pkg.add(1, 2), 3)\n",
+        "tests/test_it.py": "import unittest\n\nfrom . import Mixin\n\n\nclass T(unittest.TestCase, Mixin):\n    pass\n",
+    },
+    "two": {  # (two test modules import the module; one holds two classes)
+        "tests/__init__.py": "",
+        "tests/test_a.py": CASE + "    def test_ok(self):\n        self.assertEqual(pkg.add(1, 1), 0)\n",
+        "tests/test_it.py": CASE + "    def test_bug(self):\n        self.assertEqual(pkg.add(1, 2), 3)\n\n\n"
+        "class U(unittest.TestCase):\n    def test_ok(self):\n        self.assertEqual(pkg.add(2, 2), 0)\n",
+    },
+}
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND18))
+def test_round_eighteen_is_caught(launch, name, suite):
+    launch.caught({"pkg/__init__.py": PKG + ROUND18[name], **SUITES[suite]})
+
+
+def test_the_tests_own_walk_and_registration_raise_no_false_alarm(launch):
+    """A test that walks the heap itself (a leak check) and registers an asserter in setUp: no tamper."""
+    test = CASE + "    def setUp(self):\n        self.addTypeEqualityFunc(int, self.same)\n\n"
+    test += "    def same(self, a, b, msg=None):\n        assert a == b\n\n"
+    test += "    def test_leak(self):\n        import gc\n\n        box = [pkg.add(1, 1)]\n"
+    test += "        self.assertEqual(len(gc.get_referrers(box)), 0)\n        self.assertEqual(box[0], 0)\n"
+    records, r = launch({"pkg/__init__.py": PKG, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert set(launch.outcomes(records).values()) == {"passed"}, r.stdout[-2000:]
+
+
+def test_a_walk_compiled_under_a_test_files_name_is_the_trees(launch):
+    """Code the tree compiles as `tests/test_x.py` is not the tests' own: its walk is tampering."""
+    walk = "\n\ndef sneak():\n    ns = {}\n    exec(compile('import gc\\nn = len(gc.get_objects())', "
+    walk += "__file__.rsplit('/', 2)[0] + '/tests/test_x.py', 'exec'), ns)\n    return ns['n']\n"
+    test = "import pkg\n\n\ndef test_it():\n    assert pkg.sneak() > 0\n"
+    records, _ = launch({"pkg/__init__.py": PKG + walk, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert any("walked the interpreter's objects" in t for t in launch.tampering(records))
