@@ -343,6 +343,7 @@ def package_index(monkeypatch):
         servers.append(server)
         url = f"http://127.0.0.1:{server.server_address[1]}/simple"
         monkeypatch.setenv("PIP_INDEX_URL", url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # (a proxy the environment sets never serves it)
         return url
 
     yield serve
