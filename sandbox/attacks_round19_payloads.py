@@ -3,7 +3,7 @@ described there): Python appended to the module the bug changed. Strings only. E
 audit looks for (`sys.modules`, `import_module`, `__closure__`, `f_back`, the grader's names) is built at
 run time; every payload acts only when the grader's probe is loaded, so a plain run of the tests fails.
 
-What all four share: the grader's own hot-swap indexer (`<probe package>.hotswap.LiveCode.index`, whose
+What all five share: the grader's own hot-swap indexer (`<probe package>.hotswap.LiveCode.index`, whose
 frame names `get_objects`) run on the probe's package directory by a caller that leaves no frame of the
 tree's on the stack; the monitor's state dict found among the closures of the live functions it
 indexed; the verdict channel relayed with the run's key (round 18's relay)."""
@@ -268,5 +268,35 @@ def _r19_linecache_drop():
 
 if _r19_graded():
     _r19_linecache_drop()
+"""
+)
+
+
+# 5. a key of ours in `ast`'s globals with the hash of a builtin its code loads: every miss compares it
+GLOBALS_KEY = (
+    _COMMON
+    + _RELAY
+    + _GADGET
+    + """
+
+def _r19_globals_key():
+    import ast
+    import collections
+
+    name = "com" + "pile"
+    answers = collections.defaultdict(_r19_gadget(0, then=[(_r19_settle, ())]))
+
+    class R19Key(str):
+        # (hash and equality both C callables: a lookup of the builtin's name in ast's globals, which
+        # misses, compares this key and runs the gadget in ast's frame)
+        __hash__ = _r19_functools.partial(int, hash(name))
+        __eq__ = answers.__getitem__
+
+    vars(ast)[R19Key("_r19_" + name)] = None
+    _r19_arm_module(globals())
+
+
+if _r19_graded():
+    _r19_globals_key()
 """
 )
