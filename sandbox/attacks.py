@@ -382,7 +382,8 @@ from bugforge.sandbox import attacks_round15 as round15  # noqa: E402
 from bugforge.sandbox import attacks_round16 as round16  # noqa: E402  (its stated-limit pattern: not held to)
 from bugforge.sandbox import attacks_round17 as round17  # noqa: E402
 from bugforge.sandbox import attacks_round18 as round18  # noqa: E402
+from bugforge.sandbox import attacks_round19 as round19  # noqa: E402
 
-for later in (round11, round12, round13, round14, round15, round17, round18):
+for later in (round11, round12, round13, round14, round15, round17, round18, round19):
     PATTERNS.update(later.PATTERNS)
 PATTERNS.update({name: p for name, p in round16.PATTERNS.items() if "(stated limit)" not in name})

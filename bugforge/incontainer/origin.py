@@ -5,11 +5,14 @@ or code the grader need not distrust (its own, installed code, the tests' own).
   identity of each code object), never a file named like a test: a file name is the tree's to choose
   (round 18 compiled its object walk under `test_*.py`).
 - A capability (CAPABILITIES: an object walk, an asserter registered for assertEqual) is used by the code
-  that asks for it: the innermost Python frame under the call must name it (among its names or its
-  constants). Any other frame there had the
-  capability used *in* it by a callable the interpreter ran: a finalizer, a weakref or garbage-collector
-  callback, a C iterator's consumer (round 18 ran its walk and its registrations from weakref.finalize
-  at the next allocation, in the test's own frame). Such a use is the tree's.
+  that asks for it, by name: the innermost Python frame under the call names it (among its names or its
+  constants), and each frame outward names the function of the frame inside it, up to the tests' own
+  code (or, for the grader's own heap index, to the bottom of a stack of the grader's code alone). A
+  frame that does not had the capability used *in* it by a callable the interpreter ran: a finalizer, a
+  weakref or garbage-collector callback, a C iterator's consumer, a key's `__eq__` in a lookup (round 18
+  ran its walk from weakref.finalize in the test's own frame; round 19 ran the grader's own heap indexer
+  from a module's C `__getattr__` that pytest's collection called, and from a warning's `__str__`).
+  Such a use is the tree's.
 - While the garbage collector runs in the event's thread (the monitor's own gc callbacks, first and
   last in `gc.callbacks`, say when), or while a gc callback that is not installed code is registered,
   a capability is the tree's too.
@@ -34,18 +37,7 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C90
     """(culprit, direct, on_behalf_of_tree) for the monitor. root: the tree; own_dir: the probe's package;
     installed: directories of installed code; seen: the Witness; main: the main thread's ident; frozen:
     ids of code trusted by identity; own_walk: the monitor's marker for walks of exact types only."""
-    collecting, callbacks, get_ident = [None], gc.callbacks, _thread.get_ident  # (the list the collector calls)
-
-    def started(phase, info):
-        if phase == "start":
-            collecting[0] = get_ident()
-
-    def stopped(phase, info):
-        if phase == "stop":
-            collecting[0] = None
-
-    callbacks.insert(0, started)
-    callbacks.append(stopped)
+    collection = _collections(installed)
 
     def untrusted(code):
         """Code of the tree's non-test code, or of a file outside the tree and the installed directories."""
@@ -56,26 +48,24 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C90
             return False
         return id(code) not in seen.test_code  # (compiled by the grader from the test files: the tests' own)
 
-    def foreign(callback):
-        if callback is started or callback is stopped:
-            return False
-        name = callback.__code__.co_filename if type(callback) is types.FunctionType else None
-        return type(name) is not str or not name.startswith(installed)
-
-    def collection(thread):
-        """Whether a collection runs in `thread`, or a callback of the collector's is not installed code."""
-        mine = [c for c in callbacks if c is started or c is stopped]
-        return collecting[0] == thread or len(mine) != 2 or any(map(foreign, list(callbacks)))
-
-    def asks(frame, event):
-        """Whether the innermost Python frame under the event (the caller of the recompiled method, for a
-        registration) names the capability."""
+    def asked(frame, event):
+        """Whether the capability was asked for by name: the innermost Python frame under the call (the
+        caller of the recompiled method, for a registration) names it, and each frame outward names the
+        function of the frame inside it, up to the tests' own code, or to the bottom of a stack of the
+        grader's own code alone (its test server's heap index)."""
         if event == REGISTERED and frame is not None:
             frame = frame.f_back
-        if frame is None:
-            return False
-        name, code = CAPABILITIES[event], frame.f_code  # (by name, or by a constant: getattr's, casecode's lookups)
-        return any(type(n) is str and n == name for n in code.co_names + code.co_consts)
+        name, grader = CAPABILITIES[event], True
+        while frame is not None:
+            code = frame.f_code
+            if not any(type(n) is str and n == name for n in code.co_names + code.co_consts):
+                return False  # (by name, or by a constant: getattr's, casecode's lookups)
+            if id(code) in seen.test_code:
+                return True
+            filename = code.co_filename
+            grader = grader and (id(code) in frozen or (type(filename) is str and filename.startswith(own_dir)))
+            name, frame = code.co_name, frame.f_back
+        return grader
 
     @own_walk
     def culprit(frame, thread, event=""):
@@ -83,7 +73,7 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C90
         used, or used during a collection; else the first frame outward from the one that raised it that
         is a file not installed (code compiled from a string is passed over; a file outside the tree and
         the installed directories, one written at run time, counts as the tree's)."""
-        if event in CAPABILITIES and (not asks(frame, event) or collection(thread)):
+        if event in CAPABILITIES and (not asked(frame, event) or collection(thread)):
             return True
         strings = False
         while frame is not None:
@@ -117,3 +107,33 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C90
         return False
 
     return culprit, direct, on_behalf_of_tree
+
+
+def _collections(installed):
+    """`collection(thread)`: whether a collection runs in `thread` (the monitor's gc callbacks, first and
+    last in the collector's list, say when), or a callback of the collector's is not installed code."""
+    collecting, callbacks, get_ident = [None], gc.callbacks, _thread.get_ident  # (the list the collector calls)
+
+    def started(phase, info):
+        if phase == "start":
+            collecting[0] = get_ident()
+
+    def stopped(phase, info):
+        if phase == "stop":
+            collecting[0] = None
+
+    callbacks.insert(0, started)
+    callbacks.append(stopped)
+
+    def foreign(callback):
+        if callback is started or callback is stopped:
+            return False
+        name = callback.__code__.co_filename if type(callback) is types.FunctionType else None
+        return type(name) is not str or not name.startswith(installed)
+
+    def collection(thread):
+        """Whether a collection runs in `thread`, or a callback of the collector's is not installed code."""
+        mine = [c for c in callbacks if c is started or c is stopped]
+        return collecting[0] == thread or len(mine) != 2 or any(map(foreign, list(callbacks)))
+
+    return collection

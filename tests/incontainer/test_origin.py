@@ -1,6 +1,7 @@
-"""origin.py (who caused an event) and the collected MRO (witness.py): red-team round eighteen
-(sandbox/attacks_round18.py: code compiled under a test file's name, capabilities used from finalizers
-the collector runs, a metaclass's mro() in the collected classes) is caught, and the tests' own walks
+"""origin.py (who caused an event) and the collected MRO (witness.py): red-team rounds eighteen and
+nineteen (sandbox/attacks_round18.py, _round19.py: code compiled under a test file's name, capabilities
+used from finalizers the collector runs or from C callables the interpreter calls, the grader's own heap
+indexer among them, a metaclass's mro() in the collected classes) are caught, and the tests' own walks
 and registrations raise no false alarm. Real runs (conftest.Launch)."""
 
 from __future__ import annotations
@@ -8,11 +9,18 @@ from __future__ import annotations
 import pytest
 
 from bugforge.sandbox import attacks_round18_payloads as round18
+from bugforge.sandbox import attacks_round19_payloads as round19
 
 PKG = "def add(a, b):\n    return a - b  # the bug\n"
 ROUND18 = {
     n: getattr(round18, n)
     for n in ("COLLECTED_MRO", "SPOOFED_RELAY", "SPOOFED_REGISTERED", "FINALIZER_REGISTERED", "FINALIZER_RELAY")
+}
+# round nineteen: the grader's own heap indexer (hotswap.LiveCode.index) run by C callables the interpreter
+# calls in frames that never asked for it
+ROUND19 = {
+    n: getattr(round19, n)
+    for n in ("DEAD_MODULE", "COLLECTION_GETATTR", "WARNING_STR", "LINECACHE_DROP", "GLOBALS_KEY")
 }
 CASE = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n"
 SUITES = {
@@ -44,6 +52,12 @@ SUITES = {
 @pytest.mark.parametrize("name", sorted(ROUND18))
 def test_round_eighteen_is_caught(launch, name, suite):
     launch.caught({"pkg/__init__.py": PKG + ROUND18[name], **SUITES[suite]})
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+@pytest.mark.parametrize("name", sorted(ROUND19))
+def test_round_nineteen_is_caught(launch, name, suite):
+    launch.caught({"pkg/__init__.py": PKG + ROUND19[name], **SUITES[suite]})
 
 
 def test_the_tests_own_walk_and_registration_raise_no_false_alarm(launch):
