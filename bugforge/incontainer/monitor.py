@@ -338,5 +338,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     handoff.nondumpable()
     frozen = handoff.frozen_codes() | handoff.program_code()  # (frozen modules' code and the `-c` program
     # that started the process: trusted by identity, as installed files by path)
-    culprit, direct, on_behalf_of_tree = origin.judges(root, own_dir, installed, seen, main, frozen, own_walk)
+    culprit, direct, on_behalf_of_tree = origin.judges(
+        root, own_dir, installed, seen, main, frozen, own_walk, codes.get("entry", ())
+    )
     sys.addaudithook(hook)

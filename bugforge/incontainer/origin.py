@@ -2,17 +2,20 @@
 or code the grader need not distrust (its own, installed code, the tests' own).
 
 - The tests' own code is what the grader compiled from the test files (`Witness.test_code`, by the
-  identity of each code object), never a file named like a test: a file name is the tree's to choose
-  (round 18 compiled its object walk under `test_*.py`).
+  identity of each code object). Where a capability is used, only that counts, never a file named like a
+  test: a file name is the tree's to choose (round 18 compiled its object walk under `test_*.py`). Elsewhere
+  a frame of a test file's name counts as the tests' too: a library's wrapper of a test function takes
+  the test's file name (Hypothesis's `@given`, through `code.replace`).
 - A capability (CAPABILITIES: an object walk, an asserter registered for assertEqual) is used by the code
-  that asks for it, by name: the innermost Python frame under the call names it (among its names or its
-  constants), and each frame outward names the function of the frame inside it, up to the tests' own
-  code (or, for the grader's own heap index, to the bottom of a stack of the grader's code alone). A
-  frame that does not had the capability used *in* it by a callable the interpreter ran: a finalizer, a
-  weakref or garbage-collector callback, a C iterator's consumer, a key's `__eq__` in a lookup (round 18
-  ran its walk from weakref.finalize in the test's own frame; round 19 ran the grader's own heap indexer
-  from a module's C `__getattr__` that pytest's collection called, and from a warning's `__str__`).
-  Such a use is the tree's.
+  that asks for it, by name: the innermost Python frame under the call names it (a global's, an
+  attribute's or a closure's name, or a constant); where that frame is an installed library's, its
+  caller named that function; where it is the grader's own, each frame outward named the one inside it
+  up to the grader's entry (by identity: the held session's start, whose heap index walks). A frame that
+  does not had the capability used *in* it by a callable the interpreter ran: a finalizer, a weakref or
+  garbage-collector callback, a C iterator's consumer, a key's `__eq__` in a lookup (round 18 ran its
+  walk from weakref.finalize in the test's own frame; round 19 ran the grader's own heap indexer from a
+  module's C `__getattr__` that pytest's collection called, and from a warning's `__str__`). Such a use
+  is the tree's.
 - While the garbage collector runs in the event's thread (the monitor's own gc callbacks, first and
   last in `gc.callbacks`, say when), or while a gc callback that is not installed code is registered,
   a capability is the tree's too.
@@ -33,39 +36,51 @@ CAPABILITIES = {
 }
 
 
-def judges(root, own_dir, installed, seen, main, frozen, own_walk):  # noqa: C901 (closures: no namespace)
+def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # noqa: C901 (closures: no namespace)
     """(culprit, direct, on_behalf_of_tree) for the monitor. root: the tree; own_dir: the probe's package;
     installed: directories of installed code; seen: the Witness; main: the main thread's ident; frozen:
-    ids of code trusted by identity; own_walk: the monitor's marker for walks of exact types only."""
+    ids of code trusted by identity; own_walk: the monitor's marker for walks of exact types only; entry:
+    ids of the grader's own code that may ask for a capability (the test server's)."""
     collection = _collections(installed)
 
     def untrusted(code):
-        """Code of the tree's non-test code, or of a file outside the tree and the installed directories."""
+        """Code of the tree's non-test code, or of a file outside the tree and the installed directories
+        (what the grader compiled from the test files is the tests' own, whatever its name)."""
         filename = code.co_filename
         if type(filename) is not str:
             return True
         if not filename.startswith("/") or filename.startswith(installed) or filename.startswith(own_dir):
             return False
-        return id(code) not in seen.test_code  # (compiled by the grader from the test files: the tests' own)
+        if id(code) in seen.test_code:
+            return False
+        name = filename.rpartition("/")[2]  # (a test file by name: a library's wrapper of a test takes its name)
+        return not filename.startswith(root) or not (
+            name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+        )
+
+    def names(code, name):  # (a global's, an attribute's or a closure's name, or a constant: casecode's lookups)
+        return any(type(n) is str and n == name for n in code.co_names + code.co_freevars + code.co_consts)
 
     def asked(frame, event):
         """Whether the capability was asked for by name: the innermost Python frame under the call (the
-        caller of the recompiled method, for a registration) names it, and each frame outward names the
-        function of the frame inside it, up to the tests' own code, or to the bottom of a stack of the
-        grader's own code alone (its test server's heap index)."""
+        caller of the recompiled method, for a registration) names it; an installed library's function
+        that does was called by name; the grader's own code, by name all the way out from its entry
+        (`entry`: ids of code, the held session's start, whose heap index walks)."""
         if event == REGISTERED and frame is not None:
             frame = frame.f_back
-        name, grader = CAPABILITIES[event], True
-        while frame is not None:
-            code = frame.f_code
-            if not any(type(n) is str and n == name for n in code.co_names + code.co_consts):
-                return False  # (by name, or by a constant: getattr's, casecode's lookups)
-            if id(code) in seen.test_code:
-                return True
-            filename = code.co_filename
-            grader = grader and (id(code) in frozen or (type(filename) is str and filename.startswith(own_dir)))
-            name, frame = code.co_name, frame.f_back
-        return grader
+        name = CAPABILITIES[event]
+        if frame is None or not names(frame.f_code, name):
+            return False
+        filename = frame.f_code.co_filename
+        if type(filename) is str and filename.startswith(own_dir):
+            while frame is not None and names(frame.f_code, name):
+                if id(frame.f_code) in entry:
+                    return True
+                name, frame = frame.f_code.co_name, frame.f_back
+            return False
+        if type(filename) is str and filename.startswith(installed) or id(frame.f_code) in frozen:
+            return frame.f_back is not None and names(frame.f_back.f_code, frame.f_code.co_name)
+        return id(frame.f_code) in seen.test_code  # (the tests' own, by identity: a name is the tree's to choose)
 
     @own_walk
     def culprit(frame, thread, event=""):

@@ -30,6 +30,7 @@ import pytest
 from . import casecode, witness
 from .channel import sender
 from .defined import classes_changed, collected
+from .held import _Hold
 from .installed import installed_dirs
 from .integrity import Integrity, compare
 from .lookups import Watcher
@@ -210,6 +211,7 @@ install(  # before the channel is opened, and before any code of the tree (start
             )
         ),
         "watchdog": Limits._watchdog.__code__,
+        "entry": frozenset((id(_Hold.pytest_runtestloop.__code__),)),  # (the test server's heap index: origin.py)
     },
 )
 plugin = Probe(os.environ)
