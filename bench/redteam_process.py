@@ -5,6 +5,7 @@ by side. The patterns' patches are made in containers of the instance images (re
 this runs where Docker is; the process grader itself uses no engine.
 
     python bench/redteam_process.py --rootfs DIR [--instances 1] [--timeout 60] [--out matrix.json]
+        [--module bugforge.sandbox.attacks_roundN]   # only that round's patterns (gold and controls too)
 
 A pattern passes when neither grader says RESOLVED; the verdicts should agree. Figures: docs/figures.md,
 "Red team"."""
@@ -12,6 +13,7 @@ A pattern passes when neither grader says RESOLVED; the verdicts should agree. F
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections import Counter
@@ -34,18 +36,22 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--out", help="write the whole matrix here (JSON)")
+    ap.add_argument("--module", help="grade only the PATTERNS of this module (bugforge.sandbox.NAME)")
     a = ap.parse_args()
+    extra = importlib.import_module(a.module).PATTERNS if a.module else {}
+    PATTERNS.update(extra)  # (a round not registered yet)
+    names = list(extra or PATTERNS)
     rt = ProcessRuntime(rootfs=a.rootfs)
     out: dict[str, dict[str, dict[str, str]]] = {}
     try:
         for inst in list(rt.instances.values())[: a.instances]:
             iid = inst["instance_id"]
-            out[iid] = {n: row_of(rt, inst, n, a.timeout) for n in ["gold", *PATTERNS, *CONTROLS]}
+            out[iid] = {n: row_of(rt, inst, n, a.timeout) for n in ["gold", *names, *CONTROLS]}
             rows = out[iid]
-            patterns = [rows[n] for n in PATTERNS]
+            patterns = [rows[n] for n in names]
             print(f"{iid}: {len(patterns)} patterns; verdicts (process, docker): "
                   f"{dict(Counter((r['process'], r['docker']) for r in patterns))}")  # fmt: skip
-            print(f"  resolved under process: {[n for n in PATTERNS if rows[n]['process'] == 'RESOLVED']}")
+            print(f"  resolved under process: {[n for n in names if rows[n]['process'] == 'RESOLVED']}")
             print(f"  disagreeing: {[n for n, r in rows.items() if r['process'] != r['docker']]}")
             print(f"  gold and controls: {[(n, rows[n]) for n in ['gold', *CONTROLS]]}")
     finally:
