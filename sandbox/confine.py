@@ -201,7 +201,12 @@ class PtyStream(ExecStream):
         self.out.extend(chunk)
 
     def exit_code(self) -> int | None:
-        return self.proc.poll()
+        """The shell's exit status, once its terminal closed: bubblewrap exits just after the shell, so a
+        poll alone could come first (a flaky `exit 3` read as None); None if it is still running after 2 s."""
+        try:
+            return self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self) -> None:
         """Kill the process and everything it started (the sandbox's pid namespace goes with it)."""
