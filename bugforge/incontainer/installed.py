@@ -42,6 +42,11 @@ def installed_dirs(root):
     return tuple(d.rstrip("/") + "/" for d in dirs if not (d + "/").startswith(root))
 
 
+def named_like_test(name):
+    """Whether a file's base name is a test file's by pytest's default patterns, or a conftest."""
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+
+
 MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
 C3 = type.__dict__["mro"]  # the MRO a class's bases give (type.mro, C3), whatever its metaclass's mro() says
 CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__

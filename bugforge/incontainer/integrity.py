@@ -22,7 +22,7 @@ import os
 import sys
 import types
 
-from .installed import BUILTIN_NAMES, functions_of, installed_dirs, installed_value, plain_keys
+from .installed import BUILTIN_NAMES, functions_of, installed_dirs, installed_value, named_like_test, plain_keys
 
 RUNNER = ("pytest", "_pytest", "pluggy", "bugforge_incontainer")
 # the standard library's own assertions (unittest's TestCase), loaded by start.py before the tree
@@ -268,8 +268,7 @@ class Integrity:
         path = os.path.abspath(filename or "")
         if not path.startswith(self.root):
             return (os.path.realpath(path) + "/").startswith(self.snap[2])  # (installed: root's to write)
-        name = os.path.basename(path)
-        return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+        return named_like_test(os.path.basename(path))
 
     def _late_hooks(self, config):
         out = []

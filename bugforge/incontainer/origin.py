@@ -26,6 +26,7 @@ import gc
 import types
 
 from .events import REGISTERED, TRACING, WALKS
+from .installed import named_like_test
 
 CAPABILITIES = {
     "gc.get_objects": "get_objects",
@@ -53,10 +54,8 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
             return False
         if id(code) in seen.test_code:
             return False
-        name = filename.rpartition("/")[2]  # (a test file by name: a library's wrapper of a test takes its name)
-        return not filename.startswith(root) or not (
-            name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
-        )
+        # (a test file by name: a library's wrapper of a test takes its name)
+        return not filename.startswith(root) or not named_like_test(filename.rpartition("/")[2])
 
     def names(code, name):  # (a global's, an attribute's or a closure's name, or a constant: casecode's lookups)
         return any(type(n) is str and n == name for n in code.co_names + code.co_freevars + code.co_consts)

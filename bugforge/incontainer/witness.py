@@ -302,11 +302,11 @@ class Witness:
             known = states.get(id(cls))
             if known is None or known[0] is not cls:
                 known = states[id(cls)] = (cls, class_state(cls) if issubclass(type(cls), type) else None)
+                if known[1] is not None and not _given_by_bases(cls, known[1][0]):  # (once a class)
+                    out.append("a test class's MRO is not the one its bases give (its metaclass's mro())")
             state = known[1]  # (issubclass of its type: no __class__ property runs)
             if state is not None:
                 self.classes[nodeid] = (cls, state)
-                if not _given_by_bases(cls, state[0]):
-                    out.append("a test class's MRO is not the one its bases give (its metaclass's mro())")
             code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
             if id(code) in self.codes:
                 self.expect[nodeid] = code
