@@ -8,14 +8,14 @@ table goes to OUT/table.md (for docs/figures.md). Resumable: one JSONL record pe
 OUT/results.jsonl; a rerun skips those (and reuses their images), --retry-failed runs failures again.
 
     python bench/environments.py --out runs/bench/environments --jobs 2
-    python bench/environments.py --out runs/bench/environments --only six,jmespath --jobs 1
     python bench/environments.py --out runs/bench/environments --report     # the table of what is recorded
     python bench/environments.py --kinds git --git-mirror /srv/mirrors     # git sources from local bare mirrors
     python bench/environments.py --pool bench/corpus/pool.txt --sample fresh --seed 1234  # issue 38's measure
 
 --pool FILE --sample debug|fresh: a seeded random split of the pool (the seed is printed; without --seed
 one is drawn and printed): the first --fresh-size projects of the shuffled pool are the fresh sample, run
-once after the last fix and reported as they come; the rest may be debugged against.
+once after the last fix and reported as they come; the rest may be debugged against. A project of
+--seen (bench/corpus/seen.txt: earlier fresh samples, debugged against since) is never drawn fresh.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "environments.txt"
+SEEN = CORPUS.with_name("seen.txt")  # pool projects an earlier fresh sample used: never fresh again
 # One repair step as the CLI logs it (factory/repair.py): "repair: PROBLEM -> ACTION (WHY): RESULT".
 REPAIR_LINE = re.compile(r"^repair: .+ -> .+: (fixed|not fixed|failed|reverted)")
 NOT_APPLICABLE = "not applicable"  # a project bugforge does not claim (wheels only): out of the success rate
@@ -101,11 +102,14 @@ def read_corpus(path: Path) -> list[Project]:
     return out
 
 
-def split_pool(pool: list[Project], seed: int, fresh_size: int) -> tuple[list[Project], list[Project]]:
-    """(fresh sample, debug set): the pool shuffled by `seed`, its first `fresh_size` projects apart."""
-    order = sorted(pool, key=lambda p: p.key)  # the pool file's order does not matter
+def split_pool(
+    pool: list[Project], seed: int, fresh_size: int, seen=frozenset()
+) -> tuple[list[Project], list[Project]]:
+    """(fresh sample, debug set): the pool shuffled by `seed`, its first `fresh_size` projects apart; a
+    project whose source is in `seen` (drawn fresh before, debugged against since) is never fresh."""
+    order = sorted((p for p in pool if p.source not in seen), key=lambda p: p.key)  # the file's order does not matter
     random.Random(seed).shuffle(order)
-    return order[:fresh_size], order[fresh_size:]
+    return order[:fresh_size], order[fresh_size:] + [p for p in pool if p.source in seen]
 
 
 def exc_name(text: str) -> str:
@@ -274,13 +278,14 @@ def markdown(projects: list[Project], done: dict[str, Result]) -> str:
         f"Built: **{built} of {n}** ({100 * built / max(n, 1):.0f}%; {len(res) - n} {NOT_APPLICABLE} left out); "
         f"{sum(r.seconds for r in res) / 60:.0f} min in all."
     )
-    classes = Counter(r.failure for r in res if not r.built)
-    if classes:
-        lines += ["", "| failure class | projects |", "|---|---|"]
-        for c, n in classes.most_common():
-            names = ", ".join(r.key for r in res if not r.built and r.failure == c)
-            lines.append(f"| {c} | {n}: {names} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + class_table(res)) + "\n"
+
+
+def class_table(res: list[Result]) -> list[str]:
+    """Markdown lines: each failure class with its count and projects, the commonest first."""
+    classes = Counter(r.failure for r in res if not r.built).most_common()
+    names = {c: ", ".join(r.key for r in res if not r.built and r.failure == c) for c, _ in classes}
+    return ["", "| failure class | projects |", "|---|---|"] + [f"| {c} | {n}: {names[c]} |" for c, n in classes]
 
 
 def report(projects: list[Project], done: dict[str, Result], out: Path) -> None:
@@ -295,17 +300,11 @@ def report(projects: list[Project], done: dict[str, Result], out: Path) -> None:
         f"\nbuilt {built} of {n} ({100 * built / max(n, 1):.1f}%; {len(res) - n} {NOT_APPLICABLE} left out), "
         f"{sum(r.seconds for r in res) / 60:.1f} min of project time"
     )
-    missing = [p.key for p in projects if p.key not in done]
-    if missing:
+    if missing := [p.key for p in projects if p.key not in done]:
         print(f"not run yet: {len(missing)} ({', '.join(missing[:8])}{' …' if len(missing) > 8 else ''})")
-    failures = [r for r in res if not r.built]
-    if failures:
-        print("\nfailure classes:")
-        for c, n in Counter(r.failure for r in failures).most_common():
-            print(f"  {n:3d}  {c}")
-        print("\nevery failure:")
-        for r in failures:
-            print(f"  {r.key}: {short(r.error, 300)}")
+    if failures := [r for r in res if not r.built]:
+        print("\n".join(class_table(res)) + "\n\nevery failure:")
+        print("\n".join(f"  {r.key}: {short(r.error, 300)}" for r in failures))
     (out / "table.md").write_text(markdown(projects, done))
     print(f"\ntable: {out / 'table.md'}; records: {out / 'results.jsonl'}; logs: {out / 'logs'}")
 
@@ -319,12 +318,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--suite-timeout", type=float, help="seconds per baseline run (CLI --timeout; default its own)")
     ap.add_argument("--only", help="comma-separated project keys or names (six-1.17.0 or six)")
     ap.add_argument("--kinds", default="pypi,git", help="which sources: pypi, git or both (default: %(default)s)")
-    mirror_help = "read GitHub sources from bare mirrors DIR/OWNER+NAME[/repo] (git url.insteadOf)"
-    ap.add_argument("--git-mirror", type=Path, help=mirror_help)
+    ap.add_argument("--git-mirror", type=Path, help="GitHub sources from bare mirrors DIR/OWNER+NAME[/repo]")
     ap.add_argument("--pool", help="draw the projects from this pool file instead (with --sample)")
     ap.add_argument("--sample", choices=["fresh", "debug"], default="fresh", help="which side of the pool's split")
     ap.add_argument("--seed", type=int, help="seed of the pool's split (default: drawn, and printed)")
     ap.add_argument("--fresh-size", type=int, default=30, help="projects in the fresh sample (default 30)")
+    ap.add_argument("--seen", default=str(SEEN), help="projects never drawn fresh (default: bench/corpus/seen.txt)")
     ap.add_argument("--retry-failed", action="store_true", help="run recorded failures again")
     ap.add_argument("--report", action="store_true", help="print the table of the recorded results, run nothing")
     return ap.parse_args(argv)
@@ -336,9 +335,11 @@ def select(a: argparse.Namespace) -> tuple[list[Project], list[Project]]:
     corpus = [p for p in read_corpus(Path(a.corpus)) if p.kind in a.kinds.split(",")]
     if a.pool:
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "big")
-        fresh, debug = split_pool(read_corpus(Path(a.pool)), seed, a.fresh_size)
+        seen = frozenset(p.source for p in read_corpus(Path(a.seen))) if a.seen else frozenset()
+        fresh, debug = split_pool(read_corpus(Path(a.pool)), seed, a.fresh_size, seen)
         corpus = fresh if a.sample == "fresh" else debug
-        print(f"pool {a.pool}: seed {seed}; {a.sample} set of {len(corpus)} (fresh {len(fresh)}, debug {len(debug)})")
+        sizes = f"fresh {len(fresh)}, debug {len(debug)} with {len(seen)} seen before"
+        print(f"pool {a.pool}: seed {seed}; {a.sample} set of {len(corpus)} ({sizes}, --seen {a.seen})")
     projects = corpus
     if a.only:
         want = {w.strip() for w in a.only.split(",") if w.strip()}
@@ -381,11 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     corpus, projects = select(a)
     done = load_results(out / "results.jsonl")
     if a.report:
-        report(corpus, done, out)
-        return 0
+        return report(corpus, done, out) or 0
     todo = [p for p in projects if p.key not in done or (a.retry_failed and not done[p.key].built)]
-    what = f"{len(projects)} projects, {len(projects) - len(todo)} already recorded, {len(todo)} to run"
-    print(f"{what}, --jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}", flush=True)
+    ran = f"{len(projects)} projects, {len(projects) - len(todo)} already recorded, {len(todo)} to run"
+    print(f"{ran}, --jobs {a.jobs}, {a.limit:.0f} s each at most; logs in {out / 'logs'}", flush=True)
     try:
         run_all(a, out, done, todo)
     except KeyboardInterrupt:

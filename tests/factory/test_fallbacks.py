@@ -80,6 +80,12 @@ def test_the_pool_splits_by_a_seed_into_a_fresh_sample_and_a_debug_set():
     name = lambda p: p.source.removeprefix("pypi:").split("==")[0].rstrip("/").split("/")[-1].lower()  # noqa: E731
     corpus = {name(p) for p in bench.read_corpus(BENCH.parent / "corpus" / "environments.txt")}
     assert not corpus & {name(p) for p in pool}  # nothing tuned against is in the pool
+    seen = frozenset(p.source for p in bench.read_corpus(bench.SEEN))  # earlier fresh samples
+    assert len(seen) >= 30 and seen <= {p.source for p in pool}
+    for seed in (1234, 34210):
+        fresh, debug = bench.split_pool(pool, seed, 30, seen)
+        assert len(fresh) == 30 and not seen & {p.source for p in fresh} and seen <= {p.source for p in debug}
+        assert len(fresh) + len(debug) == len(pool)
 
 
 def test_a_wheels_only_release_is_not_applicable_and_out_of_the_rate():
