@@ -10,6 +10,7 @@ tests, the witness's compiled modules and test exits, what unittest registers, l
 
 import _hashlib
 import _socket
+import gc
 import hmac
 import json
 import os
@@ -29,6 +30,7 @@ from .events import (  # (the probe imports the events from here too)
     FRAME_READS,
     HARMLESS,
     HELD,
+    HIDDEN_FROM,
     ITEMS,
     OWN_EVENTS,
     PIN,
@@ -195,6 +197,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
 
     def _handle(event, args, frame, thread):  # noqa: C901, PLR0915 (one branch per event the monitor judges)
         """frame: the frame that raised the event (sys.audit's caller); thread: its thread's ident."""
+        if event in HIDDEN_FROM and not gc.get_freeze_count():
+            gc.freeze()  # (gc.unfreeze, which no event tells, put the grader's objects back in sight: hidden again)
         if event == RECORD:
             # (a copy in exact types, by json's C code: a node id of the tree's str subclass would run
             # its __hash__ and __eq__ in every lookup here)
@@ -244,6 +248,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 tamper("the verdict channel was replaced")
             else:
                 state.update(fd=args[0], key=bytes.fromhex(args[1]), seq=0, pid=getpid())
+                gc.freeze()  # (the key's holders, all made before the tree's code, out of every walk's sight)
         elif event == PIN:  # the probe's state once it is whole: once per process, or again before the channel
             if state["pid"] == getpid() and state["pin_pid"] == getpid():
                 tamper("the probe's pinned state was replaced")
@@ -254,6 +259,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 state["pinned"] = tuple(
                     (w, ns, k, ns[k]) for w, ns, keys in pinned for k in (keys or list(ns)) if k in ns
                 )
+                gc.freeze()  # (the monitor's state and the snapshot it compares with: no walk sees them)
         elif event == ITEMS:
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
@@ -264,7 +270,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                     items_pid=getpid(),
                     bindings=tuple(bindings),
                     shadows=tuple(shadows),
-                    defined=list(defined) + seen.collected(tests),
+                    defined=tuple(defined) + tuple(seen.collected(tests)),  # (made after the freeze: immutable)
                 )
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")

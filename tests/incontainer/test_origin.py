@@ -78,3 +78,24 @@ def test_a_walk_compiled_under_a_test_files_name_is_the_trees(launch):
     test = "import pkg\n\n\ndef test_it():\n    assert pkg.sneak() > 0\n"
     records, _ = launch({"pkg/__init__.py": PKG + walk, "tests/__init__.py": "", "tests/test_it.py": test})
     assert any("walked the interpreter's objects" in t for t in launch.tampering(records))
+
+
+FIND_STATE = (
+    "import gc\nimport types\n\n\ndef grader_state():\n"
+    "    holders = [o for o in gc.get_objects() if type(o) is dict and {'fd', 'key', 'seq'} <= set(o)]\n"
+    "    own = [o for o in gc.get_objects() if type(o) is types.FunctionType\n"
+    "           and o.__code__.co_filename.endswith(('monitor.py', 'handoff.py', 'origin.py'))]\n"
+    "    return holders + own\n\n\n"
+)
+
+
+def test_no_walk_sees_the_graders_state_not_even_an_allowed_one(launch):
+    """The tests' own code may walk the heap (a leak check); even such a walk, the one that origin.py
+    lets through, never finds the monitor's state or functions (frozen before the tree's first line:
+    gc.get_objects and gc.get_referrers read no frozen object), also after gc.unfreeze, which no audit
+    event tells (the walk's own event freezes again first)."""
+    test = FIND_STATE + "def test_walk():\n    assert grader_state() == []\n    gc.unfreeze()\n"
+    test += "    assert grader_state() == []\n    gc.unfreeze()\n    assert not gc.get_referrers(gc.get_objects)\n"
+    records, r = launch({"pkg/__init__.py": PKG, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert launch.outcomes(records) == {"test_walk": "passed"}, r.stdout[-3000:]
