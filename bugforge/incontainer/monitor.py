@@ -102,6 +102,25 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     def tamper(reason):
         send({"event": "tamper", "reason": reason})
 
+    def hide():
+        """Out of every walk's sight, before any code of the tree (docs/security.md, 3e): gc.freeze puts
+        what the collector tracks in its permanent generation, which gc.get_objects and get_referrers never
+        read. The monitor's dicts that fill later are tracked when it runs (an empty dict, or one of atoms
+        after a collection, is not: once filled it would be young, in sight) and stay so, frozen."""
+        later = [
+            state,
+            state["items"],
+            state["accepted"],
+            cleared,
+            *(d for d in vars(seen).values() if type(d) is dict),
+        ]
+        later += [state["accepted"]["volatile"]] if "volatile" in state["accepted"] else []
+        for d in later:
+            d[hide] = []  # (a container: the dict is tracked from here)
+        gc.freeze()
+        for d in later:
+            del d[hide]
+
     def inline(event, args):
         """An event raised in the monitor thread: only the grader's own code (or installed code it
         called) may raise one there; code of the tree that ran there (a method of an object a check
@@ -248,25 +267,25 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 tamper("the verdict channel was replaced")
             else:
                 state.update(fd=args[0], key=bytes.fromhex(args[1]), seq=0, pid=getpid())
-                gc.freeze()  # (the key's holders, all made before the tree's code, out of every walk's sight)
+                hide()
         elif event == PIN:  # the probe's state once it is whole: once per process, or again before the channel
             if state["pid"] == getpid() and state["pin_pid"] == getpid():
                 tamper("the probe's pinned state was replaced")
             else:
                 pinned, snap, compare = args
-                state.update(pin_pid=getpid(), snap=snap, compare=compare, accepted={})
+                state.update(pin_pid=getpid(), snap=snap, compare=compare, accepted={"volatile": {}})
                 state["watched"] = frozenset(map(id, snap[1][1]))
                 state["pinned"] = tuple(
                     (w, ns, k, ns[k]) for w, ns, keys in pinned for k in (keys or list(ns)) if k in ns
                 )
-                gc.freeze()  # (the monitor's state and the snapshot it compares with: no walk sees them)
+                hide()
         elif event == ITEMS:
             if state["items_pid"] == getpid():
                 tamper("the collected tests were replaced")
             else:
                 items, bindings, defined, tests, shadows = args
-                state.update(
-                    items={node: (item, fn, code, type(item)) for node, item, _obj, fn, code in items},
+                state["items"].update({node: (item, fn, code, type(item)) for node, item, _obj, fn, code in items})
+                state.update(  # (the items table is the state's own, frozen: 3e; what comes in, immutable)
                     items_pid=getpid(),
                     bindings=tuple(bindings),
                     shadows=tuple(shadows),

@@ -247,7 +247,7 @@ class Witness:
         self.ran = {}  # a file -> the module code exec'd last for it
         self.expect = {}  # node id -> the code of the test's own function
         self.strict = set()  # node ids collected as their own function (not a decorator's wrapper)
-        self.exits = {}  # node id -> how its function's calls ended ([_RETURNED | _RAISED, ...])
+        self.exits = {}  # node id -> how its function's calls ended ((_RETURNED | _RAISED, ...))
         self.passed = set()  # node ids whose call phase pytest reported passed
         self.classes = {}  # node id -> (its collected class, class_state then)
         self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
@@ -291,7 +291,7 @@ class Witness:
         if kind is not None and case is not None and not as_collected(case, *kind, self.verified):
             return "a test ran on an instance of another class, or its class's bases or methods changed"
         if self.current is not None and code is self.expect.get(self.current):
-            self.exits.setdefault(self.current, []).append(local.get(STATE))
+            self.exits[self.current] = self.exits.get(self.current, ()) + (local.get(STATE),)  # (no list: 3e)
         return ""
 
     def collected(self, tests):
@@ -371,8 +371,8 @@ class Witness:
         self.contexts.clear()
         if nodeid not in self.passed or self.expect.get(nodeid) is None:
             return []
-        exits = self.exits.get(nodeid, [])
-        if (exits == [_RETURNED]) if nodeid in self.strict else (_RETURNED in exits):
+        exits = self.exits.get(nodeid, ())
+        if (exits == (_RETURNED,)) if nodeid in self.strict else (_RETURNED in exits):
             return []
         how = ", ".join({_RETURNED: "returned", _RAISED: "raised"}.get(e, "?") for e in exits) or "never ran"
         return ["%s was reported passed, but its own function did not return once, normally (%s)" % (nodeid, how)]

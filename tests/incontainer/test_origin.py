@@ -82,7 +82,8 @@ def test_a_walk_compiled_under_a_test_files_name_is_the_trees(launch):
 
 FIND_STATE = (
     "import gc\nimport types\n\n\ndef grader_state():\n"
-    "    holders = [o for o in gc.get_objects() if type(o) is dict and {'fd', 'key', 'seq'} <= set(o)]\n"
+    "    holders = [o for o in gc.get_objects() if type(o) is dict and ({'fd', 'key', 'seq'} <= set(o)\n"
+    "               or 'volatile' in o or 'tests/test_it.py::test_walk' in o)]\n"
     "    own = [o for o in gc.get_objects() if type(o) is types.FunctionType\n"
     "           and o.__code__.co_filename.endswith(('monitor.py', 'handoff.py', 'origin.py'))]\n"
     "    return holders + own\n\n\n"
