@@ -1,10 +1,10 @@
-"""Round twenty of the red team (a fresh set, against the graders of 2a9aa45): attacks that differ in
-mechanism from bugforge.sandbox.attacks, its variants and rounds two to nineteen. (Draft: see below.)"""
+"""Round twenty of the red team (a fresh set, against the graders of 2a9aa45): draft, see the final
+docstring below once written."""
 
 from __future__ import annotations
 
 from bugforge.sandbox.attacks import Pattern, append
-from bugforge.sandbox.attacks_round20_payloads import GC_SUBSTITUTE
+from bugforge.sandbox.attacks_round20_payloads import GC_SUBSTITUTE, MODULE_FILE, SIGNAL_SUBSTITUTE
 
 PATTERNS: dict[str, Pattern] = {
     "round20: a gc callback swaps every collected item for a stand-in of a name no file defines, before the grader records them": Pattern(
@@ -12,6 +12,20 @@ PATTERNS: dict[str, Pattern] = {
         what="at import (during collection) the session is found on the stack; a gc callback (threshold 1 while "
         "collection runs) replaces each item in session.items by pytest.Function(name='r20_N', callobj=a function "
         "that returns) with the old node id, before the probe's pytest_collection_finish: no def, no witness",
+        mechanism="collection substitution",
+    ),
+    "round20: a SIGALRM handler swaps each collected item for a stand-in under its own name and node id, originalname changed": Pattern(
+        append(SIGNAL_SUBSTITUTE),
+        what="an interval timer (200 us) runs a Python handler while collection runs; it replaces each item by "
+        "pytest.Function(parent, name=<its name>, originalname='r20_<name>', callobj=a function that returns): "
+        "the def check and the witness key the test by originalname, which no def of the file has",
+        mechanism="collection substitution",
+    ),
+    "round20: the test module's class gets a __file__ property; the grader's own collection check triggers the swap and sees no file": Pattern(
+        append(MODULE_FILE),
+        what="test modules' __class__ set to a ModuleType subclass with a __file__ property (no __getattribute__); "
+        "defined.py's _where reads it in the probe's pytest_collection_finish: the property swaps the remaining "
+        "items for stand-ins and answers '<path>c' (no .py): no def check, no witness expectation, no compiled check",
         mechanism="collection substitution",
     ),
 }

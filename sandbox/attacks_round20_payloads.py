@@ -33,8 +33,11 @@ def _r20_frames():
 
 
 def _r20_find_session():
-    # (the session collecting: a caller's `self` of pytest's Session class, by its class's name)
+    # (the session collecting: `self` of pytest's Session.perform_collect on the stack; None once
+    # collection is over, as when a test imports this module inside its body)
     for frame in _r20_frames():
+        if getattr(frame, "f_" + "code").co_name != "perform_collect":
+            continue
         ns = getattr(frame, "f_" + "locals")
         for name in ("self", "session"):
             value = ns.get(name)
@@ -97,5 +100,118 @@ def _r20_gc_arm():
 
 if _r20_graded():
     _r20_gc_arm()
+"""
+)
+
+
+# the stand-in under the test's own name and node id: only its `originalname` (which the grader's def
+# check and the witness's key read, and pytest's lazy lookup of the function, bypassed by callobj) differs
+_NATURAL = """
+
+def _r20_substitute(session):
+    test = _r20_mods["py" + "test"]
+    items = session.items
+    for index, item in enumerate(list(items)):
+        if id(item) in _R20["mine"] or not hasattr(item, "getparent") or item.getparent(test.Module) is None:
+            continue
+        nodeid, name = item.nodeid, item.name
+        new = test.Function.from_parent(item.parent, name=name, originalname="r20_" + name, callobj=_r20_stand_in)
+        if new.nodeid != nodeid:
+            new._nodeid = nodeid
+        _R20["mine"].add(id(new))
+        _R20["done"].add(nodeid)
+        items[index] = new
+"""
+
+# 2. the substitution from a SIGALRM handler of ours, fired every 200 us while collection runs
+SIGNAL_SUBSTITUTE = (
+    _COMMON
+    + _NATURAL
+    + """
+
+def _r20_signal_arm():
+    import signal
+
+    session = _r20_find_session()
+    if session is None:
+        return
+    _R20["session"] = session
+
+    def tick(signum, frame):
+        if _R20["ran"]:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return
+        try:
+            _r20_substitute(session)
+        except Exception:
+            pass
+
+    signal.signal(signal.SIGALRM, tick)
+    signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+
+
+if _r20_graded():
+    _r20_signal_arm()
+"""
+)
+
+# 3. the test module's own class given a `__file__` property: the grader's collection check (defined.py's
+# `_where`, in the probe's pytest_collection_finish) reads it first; there it swaps the items and answers
+# a path that is no .py file, so no item of the module has a def to match nor a witness expectation
+MODULE_FILE = (
+    _COMMON
+    + """
+
+def _r20_file_arm():
+    import types
+
+    session = _r20_find_session()
+    if session is None:
+        return
+    test = _r20_mods["py" + "test"]
+    converted = []
+
+    def swap(current):
+        # (from the item the grader's check holds now onward: the ones before it are recorded as they were)
+        items = session.items
+        start = next((i for i, item in enumerate(items) if item is current), len(items))
+        for index in range(start, len(items)):
+            item = items[index]
+            if id(item) in _R20["mine"] or getattr(item, "module", None) not in converted:
+                continue
+            new = test.Function.from_parent(item.parent, name=item.name, callobj=_r20_stand_in)
+            if new.nodeid != item.nodeid:
+                new._nodeid = item.nodeid
+            _R20["mine"].add(id(new))
+            items[index] = new
+
+    class R20Module(types.ModuleType):
+        @property
+        def __file__(self):
+            own = types.ModuleType.__dict__["__dict__"].__get__(self).get("__file__")
+            caller = getattr(_r20_sys, "_get" + "frame")(1)
+            if getattr(caller, "f_" + "code").co_name in ("_where", "collected"):
+                if not _R20["done"]:
+                    _R20["done"].add(True)
+                    convert()
+                    swap(getattr(caller, "f_" + "locals").get("item"))
+                return own + "c"
+            return own
+
+    def convert():
+        # every test module loaded so far (a tests directory's .py files) gets the property
+        for module in list(_r20_mods.values()):
+            if type(module) is not types.ModuleType:
+                continue
+            path = vars(module).get("__file__")
+            if type(path) is str and path.endswith(".py") and "/tests/" in path and path != __file__:
+                module.__class__ = R20Module
+                converted.append(module)
+
+    convert()
+
+
+if _r20_graded():
+    _r20_file_arm()
 """
 )
