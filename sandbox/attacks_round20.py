@@ -4,7 +4,13 @@ docstring below once written."""
 from __future__ import annotations
 
 from bugforge.sandbox.attacks import Pattern, append
-from bugforge.sandbox.attacks_round20_payloads import DONOR_NODEID, GC_SUBSTITUTE, MODULE_FILE, SIGNAL_SUBSTITUTE
+from bugforge.sandbox.attacks_round20_payloads import (
+    DONOR_NODEID,
+    GC_SUBSTITUTE,
+    MODULE_FILE,
+    SIGNAL_SUBSTITUTE,
+    SUBTEST_RELAY,
+)
 
 PATTERNS: dict[str, Pattern] = {
     "round20: a gc callback swaps every collected item for a stand-in of a name no file defines, before the grader records them": Pattern(
@@ -34,5 +40,13 @@ PATTERNS: dict[str, Pattern] = {
         "type(sibling).from_parent(sibling.parent, name=sibling.name) with _nodeid set to the failing test's: pytest's "
         "own item class, the file's own def, witnessed; every table keyed by node id describes the sibling",
         mechanism="collection substitution",
+    ),
+    "round20: a failed subtest's report never reaches the probe: the item's session slot and the subtests fixture's relay proxied": Pattern(
+        append(SUBTEST_RELAY),
+        what="the module's functions, called inside a subtest, set the item's `session` (a slot of Node, not in its "
+        "__dict__) to a proxy whose gethookproxy wraps the relay, and swap the subtests fixture's relay callers until "
+        "that subtest's logreport: a subtest's makereport gets pytest's default report, unseen; the test's function "
+        "returns (subTest swallows the failure), its own call phase passes",
+        mechanism="outcome injection",
     ),
 }
