@@ -6,6 +6,7 @@ from __future__ import annotations
 from bugforge.sandbox.attacks import Pattern, append
 from bugforge.sandbox.attacks_round20_payloads import (
     DONOR_NODEID,
+    EXPECTING_FAILURE,
     GC_SUBSTITUTE,
     MODULE_FILE,
     SIGNAL_SUBSTITUTE,
@@ -47,6 +48,13 @@ PATTERNS: dict[str, Pattern] = {
         "__dict__) to a proxy whose gethookproxy wraps the relay, and swap the subtests fixture's relay callers until "
         "that subtest's logreport: a subtest's makereport gets pytest's default report, unseen; the test's function "
         "returns (subTest swallows the failure), its own call phase passes",
+        mechanism="outcome injection",
+    ),
+    "round20: the running case's unittest _Outcome told to expect a failure, its expectedFailure a forgetting property": Pattern(
+        append(EXPECTING_FAILURE),
+        what="the module's functions, called inside a subTest, give the test case's _outcome a subclass whose "
+        "expectedFailure property forgets, and set expecting_failure: the subtest's failure is 'expected' (no "
+        "addSubTest, no report), subTest does not stop the test, its function returns, TestCase.run reports success",
         mechanism="outcome injection",
     ),
 }

@@ -387,3 +387,60 @@ if _r20_graded():
     _r20_wrap_module()
 """
 )
+
+
+# 6. no pytest object touched: the running test case's unittest `_Outcome` told it expects a failure (and
+# given a subclass whose `expectedFailure` forgets), from a call of this module inside a subTest;
+# testPartExecutor then "expects" the subtest's failure (no addSubTest, success stays), subTest finds no
+# expected failure kept (no _ShouldStop), the test's function returns normally, and TestCase.run, whose
+# own local says no failure was expected, reports success
+EXPECTING_FAILURE = (
+    _COMMON
+    + """
+
+def _r20_expect():
+    import unittest
+
+    for frame in _r20_frames():
+        case = getattr(frame, "f_" + "locals").get("self")
+        if isinstance(case, unittest.TestCase):
+            outcome = getattr(case, "_outcome", None)
+            if outcome is not None and not getattr(outcome, "expecting_failure", True):
+                outcome.__class__ = _r20_forgetful(type(outcome))
+                outcome.expecting_failure = True
+            return
+
+
+def _r20_forgetful(kind):
+    # (the outcome's class, whose `expectedFailure` forgets what it is given: subTest then sees none kept
+    # and does not stop the test, and TestCase.run reports success)
+    class R20Outcome(kind):
+        expectedFailure = property(lambda self: None, lambda self, value: None)
+
+    return R20Outcome
+
+
+def _r20_expecting(fn):
+    def wrapper(*args, **kwargs):
+        try:
+            _r20_expect()
+        except Exception:
+            pass
+        return fn(*args, **kwargs)
+
+    wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = fn.__name__, fn.__doc__, fn.__qualname__
+    return wrapper
+
+
+def _r20_expecting_module():
+    import types
+
+    for name, value in list(globals().items()):
+        if not name.startswith("_") and type(value) is types.FunctionType and value.__module__ == __name__:
+            globals()[name] = _r20_expecting(value)
+
+
+if _r20_graded():
+    _r20_expecting_module()
+"""
+)
