@@ -18,7 +18,7 @@ import sys as _r20_sys
 
 _r20_mods = getattr(_r20_sys, "mod" + "ules")
 _r20_pkg = "bug" + "forge_incontainer"
-_R20 = {"session": None, "done": set(), "mine": set(), "ran": []}
+_R20 = {"done": set(), "mine": set(), "ran": []}
 
 
 def _r20_graded():
@@ -44,6 +44,25 @@ def _r20_find_session():
             if type(value).__name__ == "Session" and hasattr(value, "items"):
                 return value
     return None
+
+
+def _r20_wrap_module(arm):
+    # (each public function of this module runs ARM first: a call of it inside a test's body)
+    def wrap(fn):
+        def wrapper(*args, **kwargs):
+            try:
+                arm()
+            except Exception:
+                pass
+            return fn(*args, **kwargs)
+
+        wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = fn.__name__, fn.__doc__, fn.__qualname__
+        return wrapper
+
+    for name, value in list(globals().items()):
+        if not name.startswith("_") and callable(value) and getattr(value, "__module__", None) == __name__:
+            if type(value).__name__ == "function":
+                globals()[name] = wrap(value)
 
 
 def _r20_stand_in(*args, **kwargs):
@@ -79,7 +98,6 @@ def _r20_gc_arm():
     session = _r20_find_session()
     if session is None:
         return
-    _R20["session"] = session
     collector = _r20_mods["g" + "c"]
     was = collector.get_threshold()
     collector.set_threshold(1, 10, 10)
@@ -135,7 +153,6 @@ def _r20_signal_arm():
     session = _r20_find_session()
     if session is None:
         return
-    _R20["session"] = session
 
     def tick(signum, frame):
         signal.setitimer(signal.ITIMER_REAL, 0)  # (no tick inside a tick)
@@ -363,28 +380,8 @@ def _r20_arm_item():
                 _R20["callers"].append((relay, name))
 
 
-def _r20_wrap(fn):
-    def wrapper(*args, **kwargs):
-        try:
-            _r20_arm_item()
-        except Exception:
-            pass
-        return fn(*args, **kwargs)
-
-    wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = fn.__name__, fn.__doc__, fn.__qualname__
-    return wrapper
-
-
-def _r20_wrap_module():
-    import types
-
-    for name, value in list(globals().items()):
-        if not name.startswith("_") and type(value) is types.FunctionType and value.__module__ == __name__:
-            globals()[name] = _r20_wrap(value)
-
-
 if _r20_graded():
-    _r20_wrap_module()
+    _r20_wrap_module(_r20_arm_item)
 """
 )
 
@@ -420,27 +417,7 @@ def _r20_forgetful(kind):
     return R20Outcome
 
 
-def _r20_expecting(fn):
-    def wrapper(*args, **kwargs):
-        try:
-            _r20_expect()
-        except Exception:
-            pass
-        return fn(*args, **kwargs)
-
-    wrapper.__name__, wrapper.__doc__, wrapper.__qualname__ = fn.__name__, fn.__doc__, fn.__qualname__
-    return wrapper
-
-
-def _r20_expecting_module():
-    import types
-
-    for name, value in list(globals().items()):
-        if not name.startswith("_") and type(value) is types.FunctionType and value.__module__ == __name__:
-            globals()[name] = _r20_expecting(value)
-
-
 if _r20_graded():
-    _r20_expecting_module()
+    _r20_wrap_module(_r20_expect)
 """
 )
