@@ -222,7 +222,9 @@ def _r21_load(path, mode):
 """
 
 # 1: the extension shipped beside the module as `_r21n.abi3.so` (a name Python imports), imported by name
-SO_IMPORT = _COMMON + """
+SO_IMPORT = (
+    _COMMON
+    + """
 
 def _r21_native():
     if not _r21_graded():
@@ -239,11 +241,14 @@ def _r21_native():
 
 _r21_native()
 """
+)
 
 # 2: the extension shipped as a data file (the first of these names git does not ignore), loaded by
 # importlib's ExtensionFileLoader, which takes any path
 DATA_NAMES = ("_r21n_tables.dat", "_r21n_tables.bin", "_r21n_tables.db", "r21n_tables.json")
-DATA_LOADER = _COMMON + """
+DATA_LOADER = (
+    _COMMON
+    + """
 
 def _r21_native():
     import os as _os
@@ -257,11 +262,15 @@ def _r21_native():
 
 
 _r21_native()
-""" % (DATA_NAMES,)
+"""
+    % (DATA_NAMES,)
+)
 
 # 3: the extension's bytes a string constant of the module, written to a temporary file at run time (no
 # binary file in the patch); mode 1: passed `test` records forged before the finish
-RUNTIME_LOADER = _COMMON + """
+RUNTIME_LOADER = (
+    _COMMON
+    + """
 
 _R21_BLOB = "%s"
 
@@ -284,11 +293,15 @@ def _r21_native():
 
 
 _r21_native()
-""" % (NATIVE_BLOB,)
+"""
+    % (NATIVE_BLOB,)
+)
 
 # 4: the extension compiled at run time from its C source (a string of the module) by the image's C
 # compiler against its Python's headers: no binary anywhere, in the patch or in the module
-COMPILED_LOADER = _COMMON + '''
+COMPILED_LOADER = (
+    _COMMON
+    + '''
 
 _R21_C = r"""%s"""
 
@@ -317,12 +330,16 @@ def _r21_native():
 
 
 _r21_native()
-''' % (NATIVE_C,)
+'''
+    % (NATIVE_C,)
+)
 
 # 5: the extension as the new content of a file git tracks (not Python, not a test's, no planted name):
 # the sweep sweeps new files and reads changed Python lines, and a changed data file is neither. The
 # pattern puts that file's path, relative to the module's directory, in place of R21_TRACKED.
-TRACKED_LOADER = _COMMON + """
+TRACKED_LOADER = (
+    _COMMON
+    + """
 
 def _r21_native():
     import os as _os
@@ -336,3 +353,4 @@ def _r21_native():
 
 _r21_native()
 """
+)
