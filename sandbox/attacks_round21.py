@@ -78,6 +78,15 @@ and wins; 3, 4, 5, 6 unaffected), and the harness then gave the same results
 as above. In a plain pytest run (no probe) of each attacked tree, test_bug fails. Python 3.11.7,
 pytest 9.0.3, bugforge/incontainer of 2a9aa45; no containers run.
 
+Tried and dropped (no native code): a reject file written through a symbolic link the patch itself adds
+(`X.rej -> /tmp/bugforge-out/report.jsonl`, then a hunk for X that fails): every grader applies patches as
+root with `git apply --reject` and GNU patch among its fallbacks, and the fresh grader (sandbox/grader.py)
+reads the report it finds even when the setup stopped (`exit_code in (95, 97) and not run.outcomes`: a
+report's outcomes skip both), so the hunk's context lines, JSON `test` and `finish` records, would grade
+the run resolved without any test running. Lost here: git 2.39.5 writes the reject in place of the link
+(CVE-2023-25652's fix) and GNU patch 2.7.6 will not open it ("Too many levels of symbolic links"). An image
+with an older git would take it; grade_patch should not read a report when the setup failed.
+
 Notes for the fixes: the root cause is native code in the test process, listed as a known limit ("a C
 extension the project builds"); what these show is that a patch can bring its own, six ways, and that
 one native hook undoes the channel's guarantees (it holds the key as the monitor uses it). Closing each
