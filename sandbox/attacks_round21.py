@@ -8,8 +8,8 @@ fail when their functions are called plainly. Every name the patch audit looks f
 
 They leave the heap and the monitor's state alone (no object walk, no frame, no closure, no hook of the
 tree's): what they use is native code, which no rule of the test process sees, brought in six ways that
-each pass a different check (the sixth with no native code in the patch: the image's cffi). The native part is one small CPython extension (payloads: NATIVE_C, and
-NATIVE_BLOB, its build for x86-64 Linux/glibc against the stable ABI of 3.9+). Its `arm(mode)` points the
+each pass a different check (the sixth with no native code in the patch: the image's cffi). The native
+part is one small CPython extension (payloads: NATIVE_C, and NATIVE_BLOB, its build for x86-64 Linux/glibc against the stable ABI of 3.9+). Its `arm(mode)` points the
 *method definitions* (`PyMethodDef.ml_meth`) of the two C functions the monitor bound before any code of
 the tree, `os.write` and `_hashlib.hmac_digest`, at its own C functions. The function objects stay the
 same objects (the integrity snapshot compares identities: nothing changed), no audit event is raised
@@ -85,7 +85,8 @@ reads the report it finds even when the setup stopped (`exit_code in (95, 97) an
 report's outcomes skip both), so the hunk's context lines, JSON `test` and `finish` records, would grade
 the run resolved without any test running. Lost here: git 2.39.5 writes the reject in place of the link
 (CVE-2023-25652's fix) and GNU patch 2.7.6 will not open it ("Too many levels of symbolic links"). An image
-with an older git would take it; grade_patch should not read a report when the setup failed.
+with a git older than that fix should take it (by the CVE's description; not run here); grade_patch
+should not read a report when the setup failed.
 
 Notes for the fixes: the root cause is native code in the test process, listed as a known limit ("a C
 extension the project builds"); what these show is that a patch can bring its own, six ways, and that
@@ -93,13 +94,14 @@ one native hook undoes the channel's guarantees (it holds the key as the monitor
 way: (1) the sweep could refuse new extension modules (`.so`, `.pyd`) and (2, 5) new or changed files whose
 content is ELF (or any binary the project did not have), in the patch; (2, 3, 4) the monitor could refuse
 `_imp.create_dynamic` (reached through `importlib`'s ExtensionFileLoader, `imp.load_dynamic`) for a path
-outside the installed directories: it raises no audit event itself, but the `import` event and the
-loader's `exec_module` frames name it; (4) a C compiler run by the tests is hard to tell from a project's
+outside the installed directories: it raises no audit event (and `module_from_spec`/`exec_module` make no
+`import` event either), so this needs a new check: a wrapper of `_imp.create_dynamic` put in place before
+the tree's code, say; (4) a C compiler run by the tests is hard to tell from a project's
 build step; (6) installed FFIs (cffi's `_cffi_backend`: dlopen, cast, callback) are native code as ctypes
 is, and need the same refusal, which no audit event makes possible (cffi raises none): the monitor would
 have to refuse importing `_cffi_backend` from the tree's code, or check the method definitions of the C
-functions it binds (`ml_meth` against the values at install) before each send. Independent of native code: (mode 0) the collector should refuse an event it does not know
-("note") instead of writing it through, and (mode 1) refuse `test` records from the test process (only it
+functions it binds (`ml_meth` against the values at install) before each send. Independent of native
+code: (mode 0) the collector should refuse an event it does not know ("note") instead of writing it through, and (mode 1) refuse `test` records from the test process (only it
 makes them) — each alone leaves the other mode. The deeper fix is the one the docs name: a supervisor
 outside the test process, or hashing and signing records in a process the tree cannot load code into.
 
