@@ -9,7 +9,8 @@ fail when their functions are called plainly. Every name the patch audit looks f
 They leave the heap and the monitor's state alone (no object walk, no frame, no closure, no hook of the
 tree's): what they use is native code, which no rule of the test process sees, brought in six ways that
 each pass a different check (the sixth with no native code in the patch: the image's cffi). The native
-part is one small CPython extension (payloads: NATIVE_C, and NATIVE_BLOB, its build for x86-64 Linux/glibc against the stable ABI of 3.9+). Its `arm(mode)` points the
+part is one small CPython extension (payloads: NATIVE_C, and NATIVE_BLOB, its build for x86-64
+Linux/glibc against the stable ABI of 3.9+). Its `arm(mode)` points the
 *method definitions* (`PyMethodDef.ml_meth`) of the two C functions the monitor bound before any code of
 the tree, `os.write` and `_hashlib.hmac_digest`, at its own C functions. The function objects stay the
 same objects (the integrity snapshot compares identities: nothing changed), no audit event is raised
@@ -49,7 +50,8 @@ The six ways in:
    which take the definitions' `ml_meth`. The monitor watches ctypes' events only; cffi raises none. The
    callbacks run in the monitor's thread as code of the tree, which the monitor refuses "at its first
    audited step": they make none but `id` (HARMLESS there), and call neither hooked function (`hmac.new`,
-   `os.writev` instead). Needs cffi in the image (cryptography's dependency); otherwise it does nothing. Mode 0.
+   `os.writev` instead). Needs cffi in the image (cryptography's dependency); otherwise it does nothing.
+   Mode 0.
 
 In the local harness (tests/incontainer/conftest.py's Launch: the real launch.py, start.py, probe,
 monitor and witness on a temp tree, no containers; summary.py on the run's report, read by SWE-bench's
@@ -101,7 +103,8 @@ build step; (6) installed FFIs (cffi's `_cffi_backend`: dlopen, cast, callback) 
 is, and need the same refusal, which no audit event makes possible (cffi raises none): the monitor would
 have to refuse importing `_cffi_backend` from the tree's code, or check the method definitions of the C
 functions it binds (`ml_meth` against the values at install) before each send. Independent of native
-code: (mode 0) the collector should refuse an event it does not know ("note") instead of writing it through, and (mode 1) refuse `test` records from the test process (only it
+code: (mode 0) the collector should refuse an event it does not know ("note") instead of writing it
+through, and (mode 1) refuse `test` records from the test process (only it
 makes them) — each alone leaves the other mode. The deeper fix is the one the docs name: a supervisor
 outside the test process, or hashing and signing records in a process the tree cannot load code into.
 
