@@ -186,17 +186,47 @@ def _parse(path, cache):
     return cache[path]
 
 
-def _where(item, root):
-    """(the module defining the test, its file, the class path, the def's name), or None for items of no
-    file. A method the test's class inherits from a class of another file of the tree (a mixin in
-    tests/__init__.py) is that file's."""
-    module = getattr(item, "module", None)
-    path = getattr(module, "__file__", None)
-    if module is None or not path or not path.endswith(".py"):
+def node_parts(nodeid):
+    """(classes, name) a test's node id names: `FILE::Class::...::name[params]` -> ((Class, ...), name)
+    (what the test is, whatever its item holds: the grader keys its checks by these, round 20)."""
+    parts = [p for p in nodeid.split("::")[1:] if p != "()"]  # (old pytest's instance level)
+    return tuple(parts[:-1]), (parts[-1] if parts else "").partition("[")[0]
+
+
+def _where(item, module, root):
+    """(the module defining the test, its file, the class path, the def's name) by the item's node id,
+    or None for items of no .py file. A method the test's class (looked up in its module's namespace)
+    inherits from a class of another file of the tree (a mixin in tests/__init__.py) is that file's."""
+    path = vars(module).get("__file__")  # (the module's own, never a property of its class: round 20)
+    if type(path) is not str or not path.endswith(".py"):
         return None
-    classes = tuple(n.name for n in item.listchain() if type(n).__name__ in ("Class", "UnitTestCase"))
-    name = getattr(item, "originalname", None) or item.name.partition("[")[0]
-    return _inherited(getattr(item, "cls", None), name, root) or (module, os.path.realpath(path), classes, name)
+    classes, name = node_parts(item.nodeid)
+    cls = _class_at(vars(module), classes)
+    return _inherited(cls, name, root) or (module, os.path.realpath(path), classes, name)
+
+
+def _class_at(ns, classes):
+    """The class a node id's class path names in a module's namespace (None if it names none)."""
+    cls = None
+    for part in classes:
+        cls = (ns if cls is None else CLASS_DICT(cls)).get(part)
+        if not isinstance(cls, type):
+            return None
+    return cls
+
+
+def _misnamed(item):
+    """Why an item is not what pytest makes of a test file's def ("" when it is): pytest names a test's
+    item by the def's name (plus its parameters) and gives it the node id of its parent plus that name;
+    round 20 put stand-ins and a sibling's second item under a failing test's node id."""
+    nodeid, name = item.nodeid, item.name
+    if type(nodeid) is not str or type(name) is not str:
+        return "an item's node id or name is not a string"
+    if type(item.module) is not types.ModuleType:
+        return "%s: its module is not a plain module" % nodeid
+    if nodeid.rpartition("::")[2] != name or getattr(item, "originalname", None) not in (None, name.partition("[")[0]):
+        return "%s: its item is not named as its node id says" % nodeid
+    return ""
 
 
 def _inherited(cls, name, root):
@@ -256,15 +286,20 @@ def collected(items, installed, root):
     global of such a name hides the builtin from the test's code: `len`, `isinstance`, `hasattr`)."""
     cache, modules, out, tests = {}, {}, [], []
     for item in items:
-        where = _where(item, root)
+        if getattr(item, "module", None) is None:
+            continue
+        wrong = _misnamed(item)
+        if wrong:
+            out.append(wrong)
+            continue
+        where = _where(item, item.module, root)
         if where is None:
             continue
         module, path, classes, name = where
         obj = getattr(item, "obj", None)
-        own = getattr(item, "module", module).__file__  # (its module ran the code the grader compiled)
-        tests.append(
-            (item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj), getattr(item, "cls", None))
-        )
+        own = vars(item.module)["__file__"]  # (its module ran the code the grader compiled)
+        cls = _class_at(vars(item.module), node_parts(item.nodeid)[0])
+        tests.append((item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj), cls))
         parsed = _parse(path, cache)
         if parsed is None:
             continue

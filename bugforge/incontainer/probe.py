@@ -110,9 +110,10 @@ class Probe:
         files bind by importing installed code (held likewise), and why the collected functions are
         not the ones their files define (defined.py; reported with the run's finish)."""
         _, _, installed, root = self.integrity.snap
-        reasons, bindings, tests, modules, shadows = collected(session.items, installed, root)
+        items = tuple(session.items)  # (one list for both: the tree's code may change session.items meanwhile)
+        reasons, bindings, tests, modules, shadows = collected(items, installed, root)
         self.test_modules[:] = modules  # (in place: the list is pinned)
-        _audit(ITEMS, Integrity.collected(session.items), bindings, tuple(reasons), tests, shadows)
+        _audit(ITEMS, Integrity.collected(items), bindings, tuple(reasons), tests, shadows)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -308,11 +308,10 @@ class Witness:
             if state is not None:
                 self.classes[nodeid] = (cls, state)
             code = fn.__code__ if type(fn) is types.FunctionType else None  # (no code of the tree runs here)
-            if id(code) in self.codes:
-                self.expect[nodeid] = code
+            named = self.keys.get(key) if type(key) is tuple else None  # (the def the node id names: round 20)
+            self.expect[nodeid] = named if named is not None else code if id(code) in self.codes else None
+            if self.expect[nodeid] is code and code is not None:
                 self.strict.add(nodeid)
-            else:
-                self.expect[nodeid] = self.keys.get(key) if type(key) is tuple else None
             if type(module_file) is not str:
                 out.append("a test module's file is not a string")
                 continue

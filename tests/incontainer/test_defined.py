@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from bugforge.sandbox import attacks_round20_payloads as round20
+
 PROJECT = "pkg/__init__.py"
 PKG = "def add(a, b):\n    return a - b  # the bug\n"
 
@@ -22,6 +24,8 @@ import unittest
 from unittest import TestCase
 
 import pytest
+
+from bugforge.sandbox import attacks_round20_payloads as round20
 from pytest import mark
 
 from pkg import add, shout
@@ -183,3 +187,38 @@ def test_the_project_rewriting_the_test_module_or_its_assertions_is_tampering(la
         return  # (the thread lost its race: the attack failed on its own)
     assert launch.tampering(records), (launch.outcomes(records), r.stdout[-3000:])
     assert ran["test_add"] == "passed"  # (the attack works, and it is caught)
+
+
+# red-team round twenty (sandbox/attacks_round20.py): session.items rewritten before the grader writes it
+# down (a gc callback, a signal handler, a __file__ property the grader's own check reads, a sibling's
+# second item under the failing test's node id); every check is keyed by what the node id names
+ROUND20 = {n: getattr(round20, n) for n in ("GC_SUBSTITUTE", "SIGNAL_SUBSTITUTE", "MODULE_FILE", "DONOR_NODEID")}
+CASE20 = "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n"
+SUITES20 = {
+    "functions": {
+        "tests/test_it.py": "import pkg\n\n\ndef test_bug():\n    assert pkg.add(1, 2) == 3\n\n\n"
+        "def test_ok():\n    assert pkg.add(1, 1) == 0\n",
+    },
+    "unittest": {
+        "tests/test_it.py": CASE20 + "    def test_bug(self):\n        self.assertEqual(pkg.add(1, 2), 3)\n\n"
+        "    def test_ok(self):\n        self.assertEqual(pkg.add(1, 1), 0)\n",
+    },
+    "cache": {  # (cachetools' shape: the tests in a mixin of tests/__init__.py, the module bound on the class)
+        "tests/__init__.py": "import pkg\n\n\nclass Mixin:\n    add = staticmethod(pkg.add)\n\n"
+        "    def test_bug(self):\n        self.assertEqual(self.add(1, 2), 3)\n\n"
+        "    def test_ok(self):\n        self.assertEqual(self.add(1, 1), 0)\n",
+        "tests/test_it.py": "import unittest\n\nimport pkg\n\nfrom . import Mixin\n\n\n"
+        "class T(unittest.TestCase, Mixin):\n    pass\n",
+    },
+}
+FAILING20 = {"functions": "tests/test_it.py::test_bug", "unittest": "tests/test_it.py::T::test_bug"}
+FAILING20["cache"] = FAILING20["unittest"]
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES20))
+@pytest.mark.parametrize("name", sorted(ROUND20))
+def test_round_twenty_collection_substitution_is_caught(launch, name, suite):
+    payload = ROUND20[name].replace("@R20_F2P@", FAILING20[suite])
+    files = {PROJECT: PKG + payload, **SUITES20[suite]}
+    files.setdefault("tests/__init__.py", "")
+    launch.caught(files)
