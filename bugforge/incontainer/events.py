@@ -49,7 +49,7 @@ SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
 TRACING = ("sys.settrace", "sys.setprofile")
 WALKS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
 # walks that read the collector's generations: the permanent one (gc.freeze), where the grader's objects
-# made before the tree's code are, is never among them (docs/security.md, 3e)
+# made before the tree's code are, is never among them (docs/security.md, 3d)
 HIDDEN_FROM = ("gc.get_objects", "gc.get_referrers")
 
 

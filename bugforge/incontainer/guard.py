@@ -15,10 +15,15 @@ from .shell import sh, walk
 
 
 def give_tree(pw, cwd):
-    """Give the repository's contents (not the directory itself, not .git) to the user `pw`."""
+    """Give the repository's contents (not the directory itself, not .git) to the user `pw`, but for
+    native extension modules (the image's build of the project): they stay root's, which the monitor
+    requires of native code it lets the test process load (installed.native_is_the_images)."""
     for name in os.listdir(cwd):
         if name != ".git":
-            subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), os.path.join(cwd, name)])
+            path = os.path.join(cwd, name)
+            subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), path])
+            subprocess.call(["find", path, "-type", "f", "(", "-name", "*.so", "-o", "-name", "*.pyd", ")",
+                             "-exec", "chown", "0:0", "{}", "+"])  # fmt: skip
 
 
 def become(pw):

@@ -30,7 +30,7 @@ import warnings
 MON, PID, GATE, WAKE, DONE, BOX, RESULT, MAIN, INSIDE = range(9)
 
 # the hook; each @NAME@ is a constant of its code (see `_hook`). An event the monitor does not judge
-# (most of them: attribute reads, imports, opens) returns at once, judged by exact types only.
+# (most of them: attribute reads, imports of Python modules, opens) returns at once, judged by exact types only.
 _TEMPLATE = """
 def hook(event, args):
     if @ident@() == @ch@[0]:
@@ -43,6 +43,9 @@ def hook(event, args):
                 return None
         elif event == "compile":
             if not (len(args) > 1 and type(args[1]) is str and args[1].startswith(@installed@)):
+                return None
+        elif event == "import":  # (a native extension's load names its file; other imports name none)
+            if not (len(args) > 1 and type(args[1]) is str):
                 return None
         elif event == "object.__setattr__":
             if not (len(args) > 1 and type(args[1]) is str and args[1] in @setattr@):

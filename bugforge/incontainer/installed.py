@@ -32,6 +32,21 @@ def functions_of(obj):
     return [obj] if kind is types.FunctionType else []
 
 
+def native_is_the_images(path, installed, root):
+    """Whether a native extension module's file is the image's own (docs/security.md, 3f): installed
+    code (under `installed`, not the tree), or a file of the tree that only root can write (the image's
+    build of the project; guard.give_tree leaves such files root's). Anywhere else (a temporary file,
+    memfd, the user's home) or a tree file the test user owns or can write: not (round 21 loaded its
+    own code from all of these and rewrote the C functions the monitor signs with)."""
+    try:
+        real, st = os.path.realpath(path), os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return False
+    if real.startswith(root):
+        return st.st_uid == 0 and not st.st_mode & 0o022
+    return (real + os.sep).startswith(installed) or real.startswith(installed)
+
+
 def installed_dirs(root):
     import sysconfig
 

@@ -42,7 +42,7 @@ from .events import (  # (the probe imports the events from here too)
     WATCHED,
     is_file_source,
 )
-from .installed import CLASS_DICT, MRO, plain_keys  # (CLASS_DICT: a class's own namespace, no metaclass code)
+from .installed import CLASS_DICT, MRO, native_is_the_images, plain_keys  # (CLASS_DICT: a class's own namespace)
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
@@ -103,7 +103,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
         send({"event": "tamper", "reason": reason})
 
     def hide():
-        """Out of every walk's sight, before any code of the tree (docs/security.md, 3e): gc.freeze puts
+        """Out of every walk's sight, before any code of the tree (docs/security.md, 3d): gc.freeze puts
         what the collector tracks in its permanent generation, which gc.get_objects and get_referrers never
         read. The monitor's dicts that fill later are tracked when it runs (an empty dict, or one of atoms
         after a collection, is not: once filled it would be young, in sight) and stay so, frozen."""
@@ -285,12 +285,16 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             else:
                 items, bindings, defined, tests, shadows = args
                 state["items"].update({node: (item, fn, code, type(item)) for node, item, _obj, fn, code in items})
-                state.update(  # (the items table is the state's own, frozen: 3e; what comes in, immutable)
+                state.update(  # (the items table is the state's own, frozen: security.md 3d; what comes in, immutable)
                     items_pid=getpid(),
                     bindings=tuple(bindings),
                     shadows=tuple(shadows),
                     defined=tuple(defined) + tuple(seen.collected(tests)),  # (made after the freeze: immutable)
                 )
+        elif event == "import":  # (handoff.py hands over only a native extension's load: its file)
+            if not native_is_the_images(args[1], installed + (own_dir,), root):
+                tamper("loaded native code that is not the image's own (%s)" % args[1])
+                raise Refused("bugforge: native code the image does not hold may not be loaded")
         elif event == "os.exec" and getpid() == state["pid"]:
             tamper("the test process tried to run another program in its place")
             raise Refused("the test process may not exec")

@@ -140,3 +140,15 @@ def test_the_test_process_may_not_exec(tmp_path):
 
     records, tamper = _collect(tmp_path, body)
     assert tamper == ["the test process tried to run another program in its place"]
+
+
+def test_only_the_probes_kinds_of_record_are_taken_from_the_process(tmp_path):
+    """A `test` record is the collector's own fold (round 21 sent signed passed ones, which the report's
+    readers took as the last word); a kind the probe never sends is tampering too, not written through."""
+    forged = {"event": "test", "nodeid": "t::a", "outcome": "passed", "duration": 0.1, "message": ""}
+    records, tamper = _collect(tmp_path, lambda: _run(START, PASSED, forged, {"event": "note", "x": 1}, FINISH))
+    assert [r["event"] for r in records] == ["start", "test", "finish"]
+    assert tamper == [
+        "the test process sent a record of a kind the probe never sends (test)",
+        "the test process sent a record of a kind the probe never sends (note)",
+    ]

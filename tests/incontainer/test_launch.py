@@ -5,6 +5,8 @@ is the collector's."""
 
 from __future__ import annotations
 
+import pytest
+
 SUITE = """
 import unittest
 
@@ -90,3 +92,44 @@ def test_a_watched_functions_code_swapped_through_installed_code_is_tampering(la
         launch.tampering(records),
         r.stdout[-2000:],
     )
+
+
+NATIVE = """
+import importlib.machinery, importlib.util, os, shutil, tempfile, _csv
+
+def _load(where, mode):
+    path = os.path.join(where, os.path.basename(_csv.__file__))
+    shutil.copy(_csv.__file__, path)
+    os.chmod(path, mode)
+    loader = importlib.machinery.ExtensionFileLoader("_csv", path)
+    spec = importlib.util.spec_from_file_location("_csv", path, loader=loader)
+    try:
+        importlib.util.module_from_spec(spec)
+    except PermissionError:
+        pass
+"""
+
+
+@pytest.mark.parametrize("where", ["a temporary directory", "the tree, writable by others"])
+def test_native_code_the_image_does_not_hold_is_refused(launch, where):
+    """Round 21 loaded its own native code (written at run time, or brought by the patch) and rewrote the C
+    functions the monitor signs with. Native code may come only from installed directories, or from a tree
+    file only root can write (the image's build of the project); the standard library's load freely."""
+    load = (
+        "_load(tempfile.mkdtemp(), 0o755)" if where.startswith("a temp") else "_load(os.path.dirname(__file__), 0o666)"
+    )
+    pkg = "import decimal\n\n\ndef add(a, b):\n    return a - b\n" + NATIVE + load + "\n"
+    test = "import pkg\n\n\ndef test_bug():\n    assert pkg.add(1, 2) == 3\n"
+    records, r = launch({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert [t for t in launch.tampering(records) if "native code that is not the image's own" in t], r.stdout[-2000:]
+
+
+@pytest.mark.parametrize("name", ["RUNTIME_LOADER", "COMPILED_LOADER"])
+def test_round_twenty_ones_native_code_made_at_run_time_is_caught(launch, name):
+    """Round 21's extension, written from a string of the module or compiled by the image's cc at run time
+    (its blob and its C source; the patterns that bring a file are the sweep's: test_sweep.py)."""
+    from bugforge.sandbox import attacks_round21_payloads as round21
+
+    pkg = "def add(a, b):\n    return a - b\n" + getattr(round21, name)
+    test = "import pkg\n\n\ndef test_bug():\n    assert pkg.add(1, 2) == 3\n\n\ndef test_ok():\n    assert True\n"
+    launch.caught({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": test})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 from bugforge.incontainer.sweep import _comments, audit, dirs_of_tests, outside_names, shadowing
 
@@ -80,3 +81,26 @@ def test_added_lines_are_numbered_as_python_and_git_number_them(tmp_path, monkey
     assert added[-1] == (4, "import gc  # x")
     assert audit({"core.py": added}, []) == audit({"core.py": [(4, "import gc  # x")]}, [])
     assert audit({"core.py": added}, [])
+
+
+def test_native_code_in_the_patch_is_tampering(tmp_path, monkeypatch):
+    """Round 21: an extension module beside the module, the same bytes under a data file's name, and a
+    tracked README overwritten with them; what is not native (text, an empty file) is not flagged."""
+    from bugforge.incontainer.sweep import _native
+
+    monkeypatch.chdir(tmp_path)
+    elf = open(os.path.realpath(sys.executable), "rb").read(64)  # (an ELF header: the loader's magic)
+    for name, data in {
+        "pkg/_n.abi3.so": elf,
+        "pkg/tables.dat": elf,
+        "README": elf,
+        "a.py": b"x = 1\n",
+        "e": b"",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    assert [p for p in ("pkg/_n.abi3.so", "pkg/tables.dat", "README", "a.py", "e", "missing") if _native(p)] == [
+        "pkg/_n.abi3.so",
+        "pkg/tables.dat",
+        "README",
+    ]
