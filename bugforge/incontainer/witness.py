@@ -291,7 +291,9 @@ class Witness:
         if kind is not None and case is not None and not as_collected(case, *kind, self.verified):
             return "a test ran on an instance of another class, or its class's bases or methods changed"
         if self.current is not None and code is self.expect.get(self.current):
-            self.exits[self.current] = self.exits.get(self.current, ()) + (local.get(STATE),)  # (no list: security.md 3d)
+            self.exits[self.current] = self.exits.get(self.current, ()) + (
+                local.get(STATE),
+            )  # (no list: security.md 3d)
         return ""
 
     def collected(self, tests):
