@@ -22,7 +22,9 @@ from .caseclass import DEFAULT_REGISTRY
 from .witness import AUDIT, CONSTANTS, METHOD, METHOD_BIND, SHADOWABLE, constants
 
 REGISTERED, ASSERTER, HELD = "bugforge.registered", "bugforge.asserter", "bugforge.held"
+FAILED = "bugforge.failed"  # (a part of the running test raised a failure: it cannot pass)
 _GLOBAL, _VETTED, _CHECKED = "\0bugforge.global:", "\0bugforge.vetted", "\0bugforge.checked_result"
+_FAILED = "\0bugforge.failed_part"
 
 
 def vetted(case, kind, _defaults=DEFAULT_REGISTRY, _get=dict.get, _type=type, _audit=sys.audit, _event=ASSERTER):
@@ -142,6 +144,33 @@ def checked_result(outcome, _audit=sys.audit, _event=HELD):
     return result
 
 
+def failed_part(_audit=sys.audit, _event=FAILED):
+    """A part of the running test raised a failure that what ran it caught: unittest's testPartExecutor
+    (the test's body, a subTest, setUp, a cleanup) or pytest's `subtests` fixture. The monitor then holds
+    the test as not passable, whatever is reported for it afterwards (round 20 told the outcome to expect
+    the failure, and routed a failed subtest's report around the probe). Anyone may call this: it can only
+    make a test fail."""
+    _audit(_event)
+
+
+def watch_subtests():
+    """pytest's `subtests` fixture (pytest 9): a subtest's context manager reports a failure it caught to
+    the monitor before anything of pytest's reporting runs (failed_part). Before the integrity snapshot,
+    which then holds this `__exit__` as pytest's."""
+    try:
+        from _pytest import outcomes, subtests
+    except ImportError:
+        return
+    cls, skips = subtests._SubTestContextManager, (outcomes.Skipped, outcomes.XFailed)
+
+    def __exit__(self, exc_type, exc_val, exc_tb, _exit=cls.__exit__, _failed=failed_part, _type=type):
+        if exc_val is not None and not issubclass(_type(exc_val), skips):  # (type(): no __class__ property)
+            _failed()
+        return _exit(self, exc_type, exc_val, exc_tb)
+
+    cls.__exit__ = __exit__
+
+
 class _HeldReads(ast.NodeTransformer):
     """`self.expected`, `self.expected_regex` read -> the values the monitor checked (__bugforge_held__);
     `self.result` (an outcome's) -> `checked_result(self)`."""
@@ -178,6 +207,9 @@ def _report_state(cls, fn):
         fn.body[:0] = ast.parse(bind + check).body
     elif cls == "_Outcome" and fn.name == "testPartExecutor":
         _HeldReads("outcome").visit(fn)
+        for node in ast.walk(fn):  # (its bare `except:`, the one that catches a part's failure)
+            if isinstance(node, ast.ExceptHandler) and node.type is None:
+                node.body[:0] = [ast.Expr(ast.Call(ast.Constant(_FAILED), [], []))]
     else:
         return False
     return True
@@ -223,7 +255,9 @@ def harden(module):
         tree = ast.parse(f.read(), path)
     wanted = _harden_source(tree)
     names = dict(
-        CONSTANTS, **{_GLOBAL + k: v for k, v in vars(module).items()}, **{_VETTED: vetted, _CHECKED: checked_result}
+        CONSTANTS,
+        **{_GLOBAL + k: v for k, v in vars(module).items()},
+        **{_VETTED: vetted, _CHECKED: checked_result, _FAILED: failed_part},
     )
     with warnings.catch_warnings():  # (the stand-ins: a str constant called, compared with `is`)
         warnings.simplefilter("ignore")

@@ -17,8 +17,8 @@ from . import casecode, witness
 CHANNEL, RECORD, TAMPER = "bugforge.channel", "bugforge.record", "bugforge.tamper"
 PIN, ITEMS = "bugforge.pin", "bugforge.items"
 EXIT, COMPILED = witness.EXIT, witness.COMPILED
-REGISTERED, ASSERTER, HELD = casecode.REGISTERED, casecode.ASSERTER, casecode.HELD
-OWN_EVENTS = (RECORD, EXIT, COMPILED, CHANNEL, PIN, ITEMS, TAMPER, REGISTERED, ASSERTER, HELD)  # (the grader's own)
+REGISTERED, ASSERTER, HELD, FAILED = casecode.REGISTERED, casecode.ASSERTER, casecode.HELD, casecode.FAILED
+OWN_EVENTS = (RECORD, EXIT, COMPILED, CHANNEL, PIN, ITEMS, TAMPER, REGISTERED, ASSERTER, HELD, FAILED)  # (the grader's)
 # events that are tampering when code of the tree causes them
 WATCHED = {
     "gc.get_objects": "walked the interpreter's objects (gc)",

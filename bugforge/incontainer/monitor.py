@@ -27,6 +27,7 @@ from .events import (  # (the probe imports the events from here too)
     COMPILED,
     DIRECT,
     EXIT,
+    FAILED,
     FRAME_READS,
     HARMLESS,
     HELD,
@@ -244,6 +245,8 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 tamper(reason)
         elif event == "exec" and args and type(args[0]) is CODE:
             seen.executed(args[0])
+        elif event == FAILED:  # (casecode.failed_part: from anyone, since it can only fail a test)
+            seen.failed()
         elif event == TAMPER:
             tamper(args[0] if args and type(args[0]) is str else "a tamper reason that is not a string was raised")
         elif event in (CHANNEL, PIN, ITEMS, COMPILED, REGISTERED, ASSERTER, HELD) and not caller_is(event, frame):

@@ -187,6 +187,7 @@ def _end(status):
 import _pytest.assertion.rewrite  # noqa: E402
 
 casecode.harden(unittest.case)  # (TestCase's lookups of its own methods: never an instance's)
+casecode.watch_subtests()  # (a failed subtest of pytest's fixture: told to the monitor first)
 _installed = installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/")
 witnessed = witness.install(_pytest.assertion.rewrite, _installed)  # test modules compiled with the witness
 install(  # before the channel is opened, and before any code of the tree (start.py)

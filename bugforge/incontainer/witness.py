@@ -249,6 +249,8 @@ class Witness:
         self.strict = set()  # node ids collected as their own function (not a decorator's wrapper)
         self.exits = {}  # node id -> how its function's calls ended ((_RETURNED | _RAISED, ...))
         self.passed = set()  # node ids whose call phase pytest reported passed
+        self.failing = set()  # node ids a part of which raised a failure something caught (casecode.failed_part)
+        self.told = set()  # node ids a failed phase of which was reported (the collector folds them failed)
         self.classes = {}  # node id -> (its collected class, class_state then)
         self.verified = {}  # id of a class -> (the class, class_flat when class_state last matched)
         self.registered = {}  # (id of a case, id of a type) -> (case, type, asserter) the test's code registered
@@ -328,6 +330,9 @@ class Witness:
             self.current = nodeid
         elif kind == "phase" and record.get("when") == "call" and record.get("outcome") not in ("failed", "skipped"):
             self.passed.add(nodeid)  # (any other word could be folded as a pass: it must be earned)
+        elif kind == "phase" and record.get("outcome") == "failed":
+            self.failing.discard(nodeid)  # (its failure reached the collector: the test is folded failed)
+            self.told.add(nodeid)
 
     def register(self, args):
         """addTypeEqualityFunc(case, type, asserter), called by the test's own code (casecode.py)."""
@@ -365,11 +370,17 @@ class Witness:
         same = all(a is b for a, b in zip(then[1], state))
         return "" if same else "unittest's %s was changed after it was made" % type(obj).__name__
 
+    def failed(self):
+        if self.current is not None and self.current not in self.told:
+            self.failing.add(self.current)
+
     def problems(self, nodeid):
         """At a test's end: a pass its own function did not earn."""
         self.current = None
         self.registered.clear()  # (registrations and contexts are a case's, made in its test)
         self.contexts.clear()
+        if nodeid in self.passed and nodeid in self.failing:
+            return ["%s was reported passed, but a part of it (a subtest) failed unreported" % nodeid]
         if nodeid not in self.passed or self.expect.get(nodeid) is None:
             return []
         exits = self.exits.get(nodeid, ())

@@ -10,6 +10,7 @@ import pytest
 
 from bugforge.sandbox import attacks_round16_payloads as round16
 from bugforge.sandbox import attacks_round17_payloads as round17
+from bugforge.sandbox import attacks_round20_payloads as round20
 
 PKG = "def add(a, b):\n    return a - b  # the bug\n"
 UNITTEST = {
@@ -133,3 +134,37 @@ def test_an_asserter_the_tree_registers_is_refused(launch):
     bad += "        pkg.plant(self)\n        self.assertEqual(1, 2)\n"
     records, r = launch({"pkg/__init__.py": P_CLASS + plant, "tests/__init__.py": "", "tests/test_it.py": bad})
     assert launch.tampering(records) and launch.outcomes(records) == {"T::test_bug": "failed"}, r.stdout[-2000:]
+
+
+# round twenty: a subtest's failure leaves the test's function by no exception; what catches it (unittest's
+# testPartExecutor, pytest's subtests fixture) tells the monitor first (casecode.failed_part)
+BUG = "def add(a, b):\n    return a - b  # the bug\n"
+SUBTESTS = {
+    "subtest": "import unittest\n\nimport pkg\n\n\nclass T(unittest.TestCase):\n    def test_bug(self):\n"
+    "        for i in range(2):\n            with self.subTest(i=i):\n"
+    "                self.assertEqual(pkg.add(i, 1), i + 1)\n\n    def test_ok(self):\n"
+    "        self.assertEqual(pkg.add(1, 1), 0)\n",
+    "fixture": "import pkg\n\n\ndef test_bug(subtests):\n    for i in range(2):\n        with subtests.test(i=i):\n"
+    "            assert pkg.add(i, 1) == i + 1\n\n\ndef test_ok():\n    assert pkg.add(1, 1) == 0\n",
+}
+
+
+@pytest.mark.parametrize("suite", sorted(SUBTESTS))
+@pytest.mark.parametrize("name", ["SUBTEST_RELAY", "EXPECTING_FAILURE"])
+def test_round_twentys_subtest_failures_kept_from_the_probe_are_caught(launch, name, suite):
+    files = {
+        "pkg/__init__.py": BUG + getattr(round20, name),
+        "tests/__init__.py": "",
+        "tests/test_it.py": SUBTESTS[suite],
+    }
+    launch.caught(files)
+
+
+@pytest.mark.parametrize("suite", sorted(SUBTESTS))
+def test_failing_and_passing_subtests_raise_no_false_alarm(launch, suite):
+    for pkg, bug in ((BUG, "failed"), (BUG.replace("a - b", "a + b"), "passed")):
+        records, r = launch({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": SUBTESTS[suite]})
+        assert launch.tampering(records) == [], r.stdout[-2000:]
+        assert sorted(launch.outcomes(records).values()) == sorted([bug, "failed" if bug == "passed" else "passed"])
+        launch.tmp = launch.tmp / "again"
+        launch.tmp.mkdir()
