@@ -30,6 +30,7 @@ MECHANISMS = (
     "git tricks",
     "timing",
     "changing tests/config",
+    "collection substitution",
 )
 
 FORCE_PASS = """import pytest
@@ -383,7 +384,10 @@ from bugforge.sandbox import attacks_round16 as round16  # noqa: E402  (its stat
 from bugforge.sandbox import attacks_round17 as round17  # noqa: E402
 from bugforge.sandbox import attacks_round18 as round18  # noqa: E402
 from bugforge.sandbox import attacks_round19 as round19  # noqa: E402
+from bugforge.sandbox import attacks_round20 as round20  # noqa: E402
+from bugforge.sandbox import attacks_round21 as round21  # noqa: E402  (its stated-limit pattern: not held to)
 
-for later in (round11, round12, round13, round14, round15, round17, round18, round19):
+for later in (round11, round12, round13, round14, round15, round17, round18, round19, round20):
     PATTERNS.update(later.PATTERNS)
-PATTERNS.update({name: p for name, p in round16.PATTERNS.items() if "(stated limit)" not in name})
+for limited in (round16, round21):
+    PATTERNS.update({name: p for name, p in limited.PATTERNS.items() if "(stated limit)" not in name})

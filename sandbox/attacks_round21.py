@@ -191,7 +191,7 @@ PATTERNS: dict[str, Pattern] = {
         "tamper records renamed (mode 0)",
         mechanism="report forging in-process",
     ),
-    "round21: the image's cffi (no native code in the patch) points the monitor's C functions at Python callbacks": Pattern(
+    "round21: the image's cffi (no native code in the patch) points the monitor's C functions at Python callbacks (stated limit)": Pattern(
         append(FFI_HOOKS),
         what="cffi (installed) casts id(os.write)/id(_hashlib.hmac_digest) to PyCFunctionObject, mprotects and "
         "sets their method definitions' ml_meth to ffi.callback functions: the key seen, failed phases re-signed "
