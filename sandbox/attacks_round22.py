@@ -75,6 +75,8 @@ in tests/mixins.py, an earlier test_a imports pkg):
     mixin        lost  lost  WON   WON   lost
     mixin_mod    WON   WON   WON   WON   WON
 
+Two more suites with no tests/__init__.py (rootdir-style imports): nopkg_ut (unittest) won by 2, 3, 4, 5;
+nopkg_fn (plain asserts, `from pkg import add` too) won by 2 and 5, lost by 3 and 4 (not run for 1).
 No tamper record in any run. "lost" is always test_bug failed, never a tamper record: 1 needs the module
 imported before the test's file is read; 3 and 4 act only on unittest's type-dispatched assertEqual (not
 plain asserts, not assertRaises, whose failure the module would have to cause: a degenerate fix); 1, 2, 5
