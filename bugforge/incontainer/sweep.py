@@ -32,6 +32,7 @@ else:  # run as a script: -I puts no script's directory on sys.path (as launch.p
     from bugforge_incontainer.lines import SWEPT, TAMPERED, guarded, say, shown  # noqa: E402
 
 TAMPER = 95
+TEST_DIRS = frozenset(("test", "tests", "testing"))  # (directories whose modules the witness compiles as tests')
 GIT = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false"]
 # names that change how Python or pytest start, or that pytest and the graders take for tests, wherever they are
 PLANTED = re.compile(
@@ -340,8 +341,15 @@ def _sweep_new(new, test_files):
     ignored = _ignored(new)
     test_dirs = dirs_of_tests(test_files)
     kept = []
-    for p in new:
-        if PLANTED.search(p) or GENERATED.search(p) or p in ignored or any(p.startswith(d + "/") for d in test_dirs):
+    for p in new:  # (a directory named like a test directory anywhere: the witness compiles its modules as tests')
+        named = not TEST_DIRS.isdisjoint(p.split("/")[:-1])
+        if (
+            PLANTED.search(p)
+            or GENERATED.search(p)
+            or p in ignored
+            or named
+            or any(p.startswith(d + "/") for d in test_dirs)
+        ):
             os.remove(p)
             say(SWEPT + shown("removed %s" % p))
         else:

@@ -29,8 +29,9 @@ import unittest
 
 from .caseclass import as_collected, class_state, registry_vouched
 from .installed import C3, CLASS_DICT, MRO
+from .sweep import TEST_DIRS
 
-EXIT, COMPILED = "bugforge.exit", "bugforge.compiled"
+EXIT, COMPILED, TAMPER = "bugforge.exit", "bugforge.compiled", "bugforge.tamper"
 STATE, AUDIT, METHOD = "__bugforge_exit__", "__bugforge_audit__", "__bugforge_method__"
 _RETURNED, _RAISED = 1, 2
 
@@ -173,13 +174,19 @@ def functions(module_code):
     return out
 
 
-TEST_DIRS = frozenset(("test", "tests", "testing"))
-
-
 def in_tests(path, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"):
     """Whether a file of the tree lies in a test directory (a directory of it named as TEST_DIRS)."""
     path = os.path.realpath(str(path))
     return path.startswith(root) and not TEST_DIRS.isdisjoint(path[len(root) :].split("/")[:-1])
+
+
+def given(fn, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"):
+    """Whether a test module's file may be compiled as the tests' own: outside the tree (pytester's), in a
+    run as root (the factory's), or root's (guard.give_tree keeps them so: round 22 rewrote them)."""
+    try:
+        return os.getuid() == 0 or not os.path.realpath(str(fn)).startswith(root) or os.stat(fn).st_uid == 0
+    except OSError:
+        return False
 
 
 def install(rewrite, installed=(), _audit=sys.audit):
@@ -200,6 +207,8 @@ def install(rewrite, installed=(), _audit=sys.audit):
         return rewrite_asserts(mod, source, module_path, config)
 
     def witnessed_rewrite_test(fn, config):
+        if not given(fn):
+            _audit(TAMPER, "a test module's file is not the one the grader gave (the test user's): %s" % fn)
         stat, co = rewrite_test(fn, config)
         co = constants(co)
         witnessed.add(id(co))

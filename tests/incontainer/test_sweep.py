@@ -104,3 +104,18 @@ def test_native_code_in_the_patch_is_tampering(tmp_path, monkeypatch):
         "pkg/tables.dat",
         "README",
     ]
+
+
+def test_new_files_under_any_directory_named_like_tests_are_removed(tmp_path, monkeypatch):
+    """The witness compiles every module of a directory named test/tests/testing as the tests' own (a
+    mixin's), so a patch may add none there, wherever it is (round 22 shipped a helper as pkg/testing/)."""
+    from bugforge.incontainer.sweep import _sweep_new
+
+    monkeypatch.chdir(tmp_path)
+    subprocess.run(["git", "init", "-q"], check=True)
+    new = ["pkg/testing/_aid.py", "pkg/tests/x.py", "pkg/core_testing.py", "pkg/util.py"]
+    for p in new:
+        (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / p).write_text("x = 1\n")
+    assert _sweep_new(new, ["tests/test_a.py"]) == ["pkg/core_testing.py", "pkg/util.py"]
+    assert not (tmp_path / "pkg/testing/_aid.py").exists()
