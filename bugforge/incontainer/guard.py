@@ -13,25 +13,19 @@ import subprocess
 
 from .shell import sh, walk
 
-# test modules, as find(1) names them: files named like tests, conftest, any module of a test directory
-TEST_MODULES = ["-name", "test_*.py", "-o", "-name", "*_test.py", "-o", "-name", "conftest.py", "-o", "-regex",
-                r".*/\(test\|tests\|testing\)/.*\.py"]  # fmt: skip
-
 
 def give_tree(pw, cwd):
-    """Give the repository's contents (not the directory itself, not .git) to the user `pw`, but for
-    native extension modules (the image's build of the project) and test modules: they stay root's, and
-    the test user cannot write them (the monitor loads native code only of root's, installed.py; the
-    witness compiles a test module of the tree only from a file of root's, witness.py: round 22 rewrote
-    test files during the run)."""
+    """Give the repository's contents (not the directory itself, not .git) to the user `pw`, but for its
+    Python modules and native extension modules: they stay root's and unwritable to the user (the
+    directories are the user's, so a test may still write beside them). The witness compiles a test
+    module of the tree only from a file of root's, whatever pytest's python_files (round 22 rewrote test
+    files during the run), and the monitor loads native code only of root's (installed.py)."""
     for name in os.listdir(cwd):
         if name != ".git":
             path = os.path.join(cwd, name)
             subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), path])
-            subprocess.call(["find", path, "-type", "f", "(", "-name", "*.so", "-o", "-name", "*.pyd", ")",
-                             "-exec", "chown", "0:0", "{}", "+"])  # fmt: skip
-            subprocess.call(["find", path, "-type", "f", "(", *TEST_MODULES, ")",  # (the witness compiles them)
-                             "-exec", "chown", "0:0", "{}", "+", "-exec", "chmod", "go-w", "{}", "+"])  # fmt: skip
+            subprocess.call(["find", path, "-type", "f", "(", "-name", "*.py", "-o", "-name", "*.so", "-o", "-name",
+                             "*.pyd", ")", "-exec", "chown", "0:0", "{}", "+", "-exec", "chmod", "go-w", "{}", "+"])  # fmt: skip
 
 
 def become(pw):
