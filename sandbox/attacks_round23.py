@@ -57,10 +57,23 @@ A full `launch.py --user nobody` run could not be made here (this machine's Pyth
 "won" = test_bug passed, no tamper record, a finish record; unattacked, test_bug failed in every suite.
 
     suite        1     2     3     4     5
-    functions    lost  WON   WON   lost  (see below)
-    unittest     -     -     WON   WON
-    conftest_fn  WON   WON   WON   -
-    mixin        -     -     lost  WON
+    functions    lost  WON   WON   lost  WON
+    unittest     -     -     WON   WON   WON
+    conftest_fn  WON   WON   WON   -     WON
+    two_fn       -     -     -     -     WON
+    mixin        -     -     lost  WON   lost
+
+("-": not run, to keep the shared machine's load light.) 5's generator was run in the scratch tree as
+the pattern's script runs it (IDS, MOD); after 3's and 5's runs the tests' directory is byte for byte
+and inode for inode the commit's (5's shipped copy back under pkg/). No tamper record in any run.
+End to end on `functions` (each pattern's script run by bash in a scratch git repository with F, MOD and
+IDS set as sandbox/redteam.py sets them, IDS holding the passing test's id too; `git add -A -f`, the cached
+diff applied to a clean clone; `sweep.py capture` before the apply and `sweep.py check MANIFEST HEAD
+tests/test_x.py` after: exit 0, no line, for all five, 5's pkg/_r23_tests__test_x.py kept; `sweep.audit`
+of every changed .py: nothing; a plain `pytest` of the patched tree, no probe: test_bug failed for all
+five; then the harness: 1 lost, 2 WON, 3 WON, 4 lost, 5 WON, as in the table, no tamper record).
+(b) for 5: as nobody after give_tree, an in-place write of the test file fails (EACCES), both renames
+succeed, the test file is then a regular file, root's, with the edit, and `given` returns True.
 
 (functions: plain asserts; unittest: assertEqual; conftest_fn: tests/conftest.py imports pkg; mixin: the
 failing test in tests/__init__.py's Mixin, pkg imported inside it.) "lost" as in round 22: 1 needs the
@@ -86,8 +99,10 @@ Suggested fixes:
 
 from __future__ import annotations
 
-from bugforge.sandbox.attacks import Pattern, append
+from bugforge.sandbox.attacks import Pattern, append, write
 from bugforge.sandbox.attacks_round23_payloads import (
+    GENERATE,
+    SHIP_RENAME,
     REGISTER_AID_LINK,
     RELOAD_IMPORTER_LINK,
     RETURN_FIRST_LINK,
@@ -122,5 +137,16 @@ PATTERNS: dict[str, Pattern] = {
         what="round 22's run-time helper test_r22aid.py, now refused when the test user writes it in the tree, "
         "made a link to a file outside the tree: given, compiled as the tests' own; it registers no-op asserters",
         mechanism="rebinding unwatched objects",
+    ),
+    "round23: no link: an edited copy of the test file shipped beside the module (root's once given) is renamed onto the test file's name": Pattern(
+        write("/tmp/_r23gen.py", GENERATE)
+        + ' && "$(command -v python3 || command -v python)" /tmp/_r23gen.py && rm -f /tmp/_r23gen.py && '
+        + _IDS
+        + append(SHIP_RENAME),
+        what="at patch time, `_r23_<tests__test_x.py>` beside the module: the failing test file with a `return` before "
+        "each listed test's first statement (the test file untouched); at import the module renames the test file "
+        "away and the shipped file (root's, like every .py of the patch) onto its name, imports the importing "
+        "module again, and renames all back at exit: a regular root's file in the tree, given by st_uid == 0",
+        mechanism="changing tests/config",
     ),
 }
