@@ -46,41 +46,38 @@ commit after the sweep.
    module is imported again as in 2; the original is renamed back at exit. A fix that refuses links
    (lstat) does not stop this one.
 
-Local results. Two harnesses: (a) tests/incontainer/conftest.py's `Launch` shape (real launch.py, start.py,
-probe, monitor, witness; Python 3.11.7, pytest 9.0.3), run as root: `given` is then always true, so the
-local harness cannot tell these from round 22's writes in place -- the wins below are the mechanics
-(collection, reimport, def check, monitor keys, put-back timing). (b) The unprivileged rule itself:
-guard.give_tree(nobody) on a scratch tree, then, as nobody (guard.become), `os.rename(test file,
-.test_x.py.kept)` and `os.symlink("/dev/shm/...", test file)` both succeed, and `witness.given(test file)`
-with the uid of nobody returns True (the commit's root file: True; an in-place write: impossible, EACCES).
-A full `launch.py --user nobody` run could not be made here (this machine's Python is under /root, 0700).
-"won" = test_bug passed, no tamper record, a finish record; unattacked, test_bug failed in every suite.
+Local results ("won" = test_bug passed, no tamper record, a finish record; unattacked, test_bug failed in
+every suite, no tamper record). Python 3.11.7, pytest 9.0.3, the Launch shape of tests/incontainer/conftest.py
+(real launch.py, start.py, probe, monitor, witness), scratch driver in /tmp/r23. Two modes:
+- **unprivileged, as the graders run**: `launch.py --user nobody` (guard.give_tree: the tree's .py root's
+  and unwritable, the directories nobody's; the tests run as nobody), this machine's Python bind-mounted
+  outside /root (0700) in a private mount namespace, its site-packages on PYTHONPATH. Control: round 22's
+  2 (writes in place) now lost (EACCES), round 22's 3 now caught ("a test module's file is not the one the
+  grader gave"); these five:
 
     suite        1     2     3     4     5
-    functions    lost  WON   WON   lost  WON
+    functions    lost  WON   WON   -     WON
     unittest     -     -     WON   WON   WON
     conftest_fn  WON   WON   WON   -     WON
-    two_fn       -     -     -     -     WON
-    mixin        -     -     lost  WON   lost
+    two_fn       WON   -     -     -     WON
+    mixin        -     -     -     WON   -
 
-("-": not run, to keep the shared machine's load light.) 5's generator was run in the scratch tree as
-the pattern's script runs it (IDS, MOD); after 3's and 5's runs the tests' directory is byte for byte
-and inode for inode the commit's (5's shipped copy back under pkg/). No tamper record in any run.
+- **as root** (the local harness as written: `given` always true): functions 1 lost, 2/3/5 WON, 4 lost;
+  unittest 3/4/5 WON; conftest_fn 1/2/3/5 WON; two_fn 5 WON; mixin 3 lost, 4 WON, 5 lost.
+("-": not run, to keep the shared machine's load light.) No tamper record in any run. "lost" as in round
+22: 1 needs the module imported before the test file is read; 2, 3 and 5 cannot reach a test whose module
+imports pkg only inside the test (mixin); 4 acts only on assertEqual (not plain asserts). After 3's and
+5's runs the tests' directory is the commit's, file for file and inode for inode, root's (5's copy back
+under pkg/); 1, 2 and 4 leave the links (and `.NAME.r23`).
 End to end on `functions` (each pattern's script run by bash in a scratch git repository with F, MOD and
 IDS set as sandbox/redteam.py sets them, IDS holding the passing test's id too; `git add -A -f`, the cached
 diff applied to a clean clone; `sweep.py capture` before the apply and `sweep.py check MANIFEST HEAD
 tests/test_x.py` after: exit 0, no line, for all five, 5's pkg/_r23_tests__test_x.py kept; `sweep.audit`
 of every changed .py: nothing; a plain `pytest` of the patched tree, no probe: test_bug failed for all
-five; then the harness: 1 lost, 2 WON, 3 WON, 4 lost, 5 WON, as in the table, no tamper record).
-(b) for 5: as nobody after give_tree, an in-place write of the test file fails (EACCES), both renames
-succeed, the test file is then a regular file, root's, with the edit, and `given` returns True.
-
-(functions: plain asserts; unittest: assertEqual; conftest_fn: tests/conftest.py imports pkg; mixin: the
-failing test in tests/__init__.py's Mixin, pkg imported inside it.) "lost" as in round 22: 1 needs the
-module imported before the test file is read, 3 cannot reach a test whose module imports pkg only inside
-the test, 4 acts only on assertEqual. Every pattern depends on the run being *unprivileged* only in
-that, as root, round 22's plain writes would do; none depends on root: each of their file operations is
-one the test user may do in the real graders.
+five; then the harness as root: 1 lost, 2 WON, 3 WON, 4 lost, 5 WON, as in the table).
+**None depends on running as root**: every file operation is one the test user may do in the real
+graders (rename and symlink in the directories it owns, write in /dev/shm or /tmp), and the wins above
+were had as nobody.
 
 Suggested fixes:
 - `given` must judge the path pytest imports, not where it leads: `os.lstat(fn)` a regular file, root's,
