@@ -31,7 +31,7 @@ commit after the sweep.
 3. **as 2, leaving nothing**: round 22's 5 (`return; ` on the first line: lines unmoved) through the link,
    and every link removed and the root's original renamed back at the interpreter's exit (atexit, after
    the finish record). Putting it back at once (round 22's timing) is caught: the monitor then finds
-   "never ran" (it keys the compiled function by the real path, which moved) -- at exit nothing checks.
+   "never ran" (presumably: the compiled function is keyed by the real path, which moved back) -- at exit nothing checks.
    After the run the tree is the commit's, same inodes, root's.
 4. **a vouched helper through a link**: round 22's 3 (a `test_r22aid.py` in the tests' directory,
    imported through pytest's hook, compiled as the tests' own; it registers no-op asserters on the
@@ -99,10 +99,10 @@ from __future__ import annotations
 from bugforge.sandbox.attacks import Pattern, append, write
 from bugforge.sandbox.attacks_round23_payloads import (
     GENERATE,
-    SHIP_RENAME,
     REGISTER_AID_LINK,
     RELOAD_IMPORTER_LINK,
     RETURN_FIRST_LINK,
+    SHIP_RENAME,
     STEALTH_LINK,
 )
 
