@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bugforge.sandbox.attacks_round22_payloads import REGISTER_AID, RELOAD_IMPORTER, RETURN_FIRST, STEALTH_RELOAD
 
-_PUT = r'''
+_PUT = r"""
 
 _R23_KEPT = {}
 
@@ -69,7 +69,7 @@ def _r23_restore(path):
             _r22_os.rename(keep, path)
     except OSError:
         pass
-'''
+"""
 
 
 def _with_put(payload: str, anchor: str) -> str:
@@ -82,7 +82,9 @@ _W6 = '            with open(path, "w") as f:\n                f.write(new)\n'
 _W4 = '        with open(path, "w") as f:\n            f.write(new)\n'
 
 # 1. round 22's first, the edited test files behind links to files outside the tree
-RETURN_FIRST_LINK = _with_put(RETURN_FIRST, "\n\ndef _r22_return_first").replace(_W8, "                _r23_put(path, new)\n")
+RETURN_FIRST_LINK = _with_put(RETURN_FIRST, "\n\ndef _r22_return_first").replace(
+    _W8, "                _r23_put(path, new)\n"
+)
 assert "_r23_put(path, new)" in RETURN_FIRST_LINK
 
 # 2. round 22's second (the importing test module too, imported again through the grader's hook)
@@ -166,7 +168,7 @@ for path, names in sorted(by.items()):
 
 SHIP_RENAME = (
     RETURN_FIRST.split("\n\ndef _r22_return_first")[0]
-    + r'''
+    + r"""
 
 _R23_SWAPPED = []  # (test file, its original's new name, the shipped file's name)
 
@@ -232,5 +234,5 @@ def _r23_run():
 
 if _r22_graded():
     _r23_run()
-'''
+"""
 )
