@@ -141,6 +141,7 @@ _TRACKED = (
     + "\\.(py|pyi|pyx|pxd|c|h|cfg|ini|toml|pth|txt)$|(^|/)\\.git|(^|/)(setup|MANIFEST)' "
     + "| grep -i -E '^(README|LICENSE|LICENCE|AUTHORS|CHANGES|CHANGELOG|HISTORY|NOTICE|CONTRIBUTING)[^/]*$' | head -n 1)\n"
     + '[ -n "$r21_file" ] || r21_file=$(git ls-files | grep -i -E "\\.(md|rst)$" | grep -v -i test | head -n 1)\n'
+    + '[ -n "$r21_file" ] || r21_file=README  # (a tree with no such file tracked: a new one, as native)\n'
     + 'r21_rel=$("$r21_py" -c \'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))\' "$r21_file" "$r21_dir")\n'
     + 'r21_blob "$r21_file"\n'
 )

@@ -28,6 +28,7 @@ import types
 import unittest
 
 from .caseclass import as_collected, class_state, registry_vouched
+from .guard import given
 from .installed import C3, CLASS_DICT, MRO
 from .sweep import TEST_DIRS
 
@@ -178,15 +179,6 @@ def in_tests(path, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") 
     """Whether a file of the tree lies in a test directory (a directory of it named as TEST_DIRS)."""
     path = os.path.realpath(str(path))
     return path.startswith(root) and not TEST_DIRS.isdisjoint(path[len(root) :].split("/")[:-1])
-
-
-def given(fn, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"):
-    """Whether a test module's file may be compiled as the tests' own: outside the tree (pytester's), in a
-    run as root (the factory's), or root's (guard.give_tree keeps them so: round 22 rewrote them)."""
-    try:
-        return os.getuid() == 0 or not os.path.realpath(str(fn)).startswith(root) or os.stat(fn).st_uid == 0
-    except OSError:
-        return False
 
 
 def install(rewrite, installed=(), _audit=sys.audit):

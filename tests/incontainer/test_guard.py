@@ -1,6 +1,6 @@
-"""guard.py's hand-over of the tree to the test user, and the witness's rule on test modules' files:
-real chown and setuid (root only: the graders run these as root), a real tree on disk. Round 22 rewrote
-test files during the run, before the grader compiled them; the test user may now write none."""
+"""guard.py's hand-over of the tree to the test user and its rule on test modules' files (`given`):
+real chown and setuid (root only, as the graders run these), a real tree on disk. Rounds 22 and 23
+rewrote, renamed and linked test files during the run; the test user may now do none of that."""
 
 from __future__ import annotations
 
@@ -12,49 +12,88 @@ from pathlib import Path
 
 import pytest
 
-from bugforge.incontainer.guard import give_tree
-from bugforge.incontainer.witness import given
+from bugforge.incontainer.guard import give_tree, given
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="chown and setuid need root, as the graders have")
 FILES = ["pkg/__init__.py", "pkg/_speed.so", "pkg/testing/helpers.py", "tests/__init__.py", "tests/test_a.py",
          "tests/data/sample.txt", "conftest.py", "src/b_test.py", "README"]  # fmt: skip
 
 
-def test_the_tree_is_the_test_users_but_for_python_and_native_modules(tmp_path):
-    for name in FILES:
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("x = 1\n")
-        os.chmod(tmp_path / name, 0o666)
-    nobody = pwd.getpwnam("nobody")
-    give_tree(nobody, str(tmp_path))
-    roots = {n for n in FILES if os.stat(tmp_path / n).st_uid == 0}
-    assert roots == {n for n in FILES if n.endswith((".py", ".so"))}  # (any python_files pattern's modules)
-    assert all(not os.stat(tmp_path / n).st_mode & 0o022 for n in roots)
-    assert os.stat(tmp_path / "tests/data").st_uid == nobody.pw_uid  # (a test may still write beside its files)
-
-
-def test_a_test_module_the_test_user_owns_is_not_the_graders():
-    """In an unprivileged run (every grader's), a test module of the tree is compiled as the tests' own
-    only from a file of root's; outside the tree (pytester's) any file is."""
-    tmp_path = Path(tempfile.mkdtemp(prefix="bf-guard-"))  # (the test user must reach it: pytest's are root's only)
-    os.chmod(tmp_path, 0o755)
-    mine, theirs, outside = tmp_path / "tree/tests/test_a.py", tmp_path / "tree/tests/test_b.py", tmp_path / "t.py"
-    for f in (mine, theirs, outside):
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text("")
-    nobody = pwd.getpwnam("nobody")
-    os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
-    os.chown(outside, nobody.pw_uid, nobody.pw_gid)
-    root = str(tmp_path / "tree") + "/"
-    assert given(theirs, root)  # (as root: the factory's own runs)
+def _as(user, fn):
+    """fn() in a forked child running as `user`; whether it returned True."""
     pid = os.fork()
     if pid == 0:
         try:
-            os.setuid(nobody.pw_uid)
-            ok = given(mine, root) and not given(theirs, root) and given(outside, root)
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+            ok = fn()
         except BaseException:  # noqa: BLE001 - a forked child must never return into pytest
             ok = False
-        os._exit(0 if ok else 1)
-    status = os.waitpid(pid, 0)[1]
-    shutil.rmtree(tmp_path)
-    assert status == 0
+        os._exit(0 if ok is True else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+def _tree():
+    tree = Path(tempfile.mkdtemp(prefix="bf-guard-"))  # (the test user must reach it: pytest's are root's only)
+    os.chmod(tree, 0o755)
+    for name in FILES:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("x = 1\n")
+        os.chmod(tree / name, 0o666)
+    return tree
+
+
+def _refused(step):
+    try:
+        step()
+    except PermissionError:
+        return True
+    return False
+
+
+def test_the_tree_is_the_test_users_to_write_in_but_not_its_modules():
+    tree, nobody = _tree(), pwd.getpwnam("nobody")
+    try:
+        give_tree(nobody, str(tree))
+        roots = {n for n in FILES if os.stat(tree / n).st_uid == 0}
+        assert roots == {n for n in FILES if n.endswith((".py", ".so"))}  # (any python_files pattern's modules)
+        assert all(not os.stat(tree / n).st_mode & 0o022 for n in roots)
+        test = tree / "tests/test_a.py"
+        assert _as(nobody, lambda: _refused(lambda: test.write_text("")))  # rewritten in place (round 22)
+        assert _as(nobody, lambda: _refused(lambda: os.rename(test, tree / "tests/away.py")))  # renamed (round 23)
+        assert _as(nobody, lambda: _refused(lambda: os.unlink(test)))
+        assert _as(nobody, lambda: (tree / "tests/data/out.txt").write_text("ok") == 2)  # a test writes beside
+        assert _as(nobody, lambda: (os.unlink(tree / "tests/data/sample.txt"), True)[1])  # and removes its data
+    finally:
+        shutil.rmtree(tree)
+
+
+def test_a_test_module_is_the_graders_only_as_a_file_of_roots():
+    """In an unprivileged run (every grader's) a test module of the tree is compiled as the tests' own only
+    from a regular file of root's in a directory of root's, or a link of root's to one; not from a file
+    or a link the test user made (round 23 linked test files to edited copies outside the tree)."""
+    tree, nobody = _tree(), pwd.getpwnam("nobody")
+    outside = Path(tempfile.mkdtemp(prefix="bf-out-"))
+    try:
+        os.chmod(outside, 0o755)
+        (outside / "edited.py").write_text("")
+        give_tree(nobody, str(tree))
+        os.symlink(tree / "tests/test_a.py", tree / "tests/test_tracked_link.py")  # (root's: a tracked link)
+        root = str(tree) + "/"
+        assert given(tree / "README", root)  # (as root: the factory's own runs)
+
+        def as_the_test_user():
+            os.symlink(outside / "edited.py", tree / "tests/test_b.py")
+            (tree / "tests/test_c.py").write_text("")
+            return (
+                given(tree / "tests/test_a.py", root)
+                and given(tree / "tests/test_tracked_link.py", root)
+                and not given(tree / "tests/test_b.py", root)
+                and not given(tree / "tests/test_c.py", root)
+                and given(outside / "edited.py", root)  # (outside the tree: pytester's files)
+            )
+
+        assert _as(nobody, as_the_test_user)
+    finally:
+        shutil.rmtree(tree)
+        shutil.rmtree(outside)
