@@ -387,8 +387,9 @@ from bugforge.sandbox import attacks_round19 as round19  # noqa: E402
 from bugforge.sandbox import attacks_round20 as round20  # noqa: E402
 from bugforge.sandbox import attacks_round21 as round21  # noqa: E402  (its stated-limit pattern: not held to)
 from bugforge.sandbox import attacks_round22 as round22  # noqa: E402
+from bugforge.sandbox import attacks_round23 as round23  # noqa: E402
 
-for later in (round11, round12, round13, round14, round15, round17, round18, round19, round20, round22):
+for later in (round11, round12, round13, round14, round15, round17, round18, round19, round20, round22, round23):
     PATTERNS.update(later.PATTERNS)
 for limited in (round16, round21):
     PATTERNS.update({name: p for name, p in limited.PATTERNS.items() if "(stated limit)" not in name})
