@@ -194,15 +194,15 @@ def node_parts(nodeid):
 
 
 def _where(item, module, root):
-    """(the module defining the test, its file, the class path, the def's name) by the item's node id,
-    or None for items of no .py file. A method the test's class (looked up in its module's namespace)
+    """((the module defining the test, its file, the class path, the def's name), the class the node id
+    names) by the item's node id, or None for items of no .py file. A method the test's class (looked up in its module's namespace)
     inherits from a class of another file of the tree (a mixin in tests/__init__.py) is that file's."""
     path = vars(module).get("__file__")  # (the module's own, never a property of its class: round 20)
     if type(path) is not str or not path.endswith(".py"):
         return None
     classes, name = node_parts(item.nodeid)
     cls = _class_at(vars(module), classes)
-    return _inherited(cls, name, root) or (module, os.path.realpath(path), classes, name)
+    return (_inherited(cls, name, root) or (module, os.path.realpath(path), classes, name)), cls
 
 
 def _class_at(ns, classes):
@@ -295,10 +295,9 @@ def collected(items, installed, root):
         where = _where(item, item.module, root)
         if where is None:
             continue
-        module, path, classes, name = where
+        (module, path, classes, name), cls = where
         obj = getattr(item, "obj", None)
         own = vars(item.module)["__file__"]  # (its module ran the code the grader compiled)
-        cls = _class_at(vars(item.module), node_parts(item.nodeid)[0])
         tests.append((item.nodeid, own, (path, classes, name), getattr(obj, "__func__", obj), cls))
         parsed = _parse(path, cache)
         if parsed is None:

@@ -9,7 +9,6 @@ import pwd
 import shutil
 import signal
 import stat
-import subprocess
 
 from .shell import sh, walk
 
@@ -21,16 +20,24 @@ def give_tree(pw, cwd):
     no one but root may rename or remove a file of root's there. So the path a test module is imported
     from is root's file (the witness checks it: witness.given; rounds 22 and 23 rewrote, renamed and
     linked test files during the run), and native code is root's (installed.py)."""
-    modules = ["(", "-name", "*.py", "-o", "-name", "*.so", "-o", "-name", "*.pyd", ")"]
-    for name in os.listdir(cwd):
-        if name != ".git":
-            path = os.path.join(cwd, name)
-            subprocess.call(["chown", "-R", "-h", "%d:%d" % (pw.pw_uid, pw.pw_gid), path])
-            subprocess.call(["find", path, "-type", "f", *modules, "-exec", "chown", "0:0", "{}", "+",
-                             "-exec", "chmod", "go-w", "{}", "+"])  # fmt: skip
-            subprocess.call(["find", path, "-type", "l", *modules, "-exec", "chown", "-h", "0:0", "{}", "+"])
-            subprocess.call(["find", path, "-type", "d", "-exec", "chown", "0:0", "{}", "+", "-exec", "chmod", "1777",
-                             "{}", "+"])  # fmt: skip
+    tops = [os.path.join(cwd, name) for name in os.listdir(cwd) if name != ".git"]
+    for path in [*tops, *walk(tops, set())]:  # (one walk, no process: four find passes a run cost grading time)
+        try:
+            _give(path, os.lstat(path), pw)
+        except FileNotFoundError:  # (gone since it was listed: nothing to give)
+            pass
+
+
+def _give(path, st, pw):
+    if stat.S_ISDIR(st.st_mode):
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o1777)
+    elif path.endswith((".py", ".so", ".pyd")):
+        os.lchown(path, 0, 0)
+        if stat.S_ISREG(st.st_mode):
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
+    else:
+        os.lchown(path, pw.pw_uid, pw.pw_gid)
 
 
 def given(fn, root=os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/"):
