@@ -109,7 +109,13 @@ def git_reason(stderr: str, returncode: int) -> str:
     return "; ".join(said or lines[-1:])[:400] or f"git exited with {returncode}"
 
 
-def _clone_or_fetch(url: str, mirror: Path) -> None:
+def clone_path(url: str) -> Path:
+    """Where the cache keeps its clone of `url` (named by the repository's name and a hash of the URL)."""
+    name = re.sub(r"\.git$", "", url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1])
+    return cache_home() / "clones" / f"{slug(name)}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+
+
+def clone_or_fetch(url: str, mirror: Path) -> None:
     """Clone `url` into the cache at `mirror` (no checkout), or fetch into the clone already there. git
     never prompts (a wrong https URL asks for a password); a failure is one BugforgeError with git's
     reason, and leaves no half-made clone behind."""
@@ -140,8 +146,8 @@ def _clone_or_fetch(url: str, mirror: Path) -> None:
 
 
 def _from_git(url: str, commit: str | None, dest: Path, name: str) -> Acquired:
-    mirror = cache_home() / "clones" / f"{slug(name)}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
-    _clone_or_fetch(url, mirror)
+    mirror = clone_path(url)
+    clone_or_fetch(url, mirror)
     repo = git.Repo(mirror)
     ref = commit or "HEAD"
     if commit is None and Path(url).exists():  # a local repository: its HEAD now (a branch, or detached)
@@ -226,8 +232,7 @@ def _submodules(mirror: Path, sha: str, dest: Path, url: str, depth: int = 0) ->
 
 def _fetch_mirror(url: str, sha: str) -> Path:
     """A cached clone of `url` that has commit `sha` (fetched when it does not yet)."""
-    name = slug(re.sub(r"\.git$", "", url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]))
-    mirror = cache_home() / "clones" / f"{name}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+    mirror = clone_path(url)
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     run = lambda *a: subprocess.run(a, capture_output=True, text=True, env=env, timeout=300)  # noqa: E731
     has = lambda: run("git", "-C", str(mirror), "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0  # noqa: E731

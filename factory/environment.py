@@ -23,6 +23,7 @@ from bugforge.factory import fallbacks
 from bugforge.factory.acquire import acquire, slug
 from bugforge.factory.project_files import repository_url
 from bugforge.factory.recipe import detect
+from bugforge.factory.release import release_ref
 from bugforge.factory.repair import UNTRACKED_TO_EXCLUDE, repair
 from bugforge.images import ensure_base_image, image_exists
 from bugforge.records import (
@@ -91,7 +92,8 @@ def build_environment(
 ) -> tuple[EnvRecord, bool]:
     """Build (or reuse) the environment of `source`. Returns (record, reused). A `pypi:` source whose sdist
     ships too little of its test suite to build (most test files uncollectable, or none) is built from the
-    repository its PKG-INFO names, at the release's tag, when that tag exists; the record says so."""
+    repository its PKG-INFO names, at the release's tag, or, without one, at its default branch as of the
+    release's upload (`release.release_ref`); the log says which."""
     try:
         return _build(source, commit, recipe_path, out, runs, timeout, test_limit, force, log)
     except BugforgeError as e:
@@ -99,32 +101,20 @@ def build_environment(
         url = repository_url(_staging(out, source, commit) / "repo") if source.startswith("pypi:") else None
         if not (incomplete and url):
             raise
-        tag = release_tag(url, source.split("==", 1)[1])
-        if tag is None:
-            e.fix = f"{e.fix} (no tag of release {source.split('==', 1)[1]} found in {url})"
+        name, version = source[len("pypi:") :].split("==", 1)
+        found = release_ref(url, name, version)
+        if found is None:
+            e.fix = f"{e.fix} (no tag of release {version} in {url}, and no commit before its upload)"
             raise
-        log(f"acquire: the sdist's tests cannot run ({e.what[:120]}); building {url} at tag {tag} instead")
-        rec, reused = _build(url, tag, recipe_path, out, runs, timeout, test_limit, force, log)
+        ref, how = found
+        log(f"acquire: the sdist's tests cannot run ({e.what[:120]}); building {url} {how} instead")
+        rec, reused = _build(url, ref, recipe_path, out, runs, timeout, test_limit, force, log)
         return rec, reused
 
 
 def _staging(out: Path, source: str, commit: str | None) -> Path:
     """Where a build acquires its source (kept after a failure, replaced by the next build)."""
     return Path(out) / ".staging" / hashlib.sha256(f"{source}@{commit}".encode()).hexdigest()[:12]
-
-
-def release_tag(url: str, version: str) -> str | None:
-    """The tag of `version` in the repository at `url` (VERSION, vVERSION, NAME-VERSION ...), or None
-    (also when git cannot list the tags, or takes over two minutes)."""
-    try:
-        r = subprocess.run(["git", "ls-remote", "--tags", url], capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired:
-        return None
-    tags = {ln.split("refs/tags/", 1)[1].removesuffix("^{}") for ln in r.stdout.splitlines() if "refs/tags/" in ln}
-    for t in (version, f"v{version}", f"release-{version}", f"version-{version}"):
-        if t in tags:
-            return t
-    return next((t for t in sorted(tags) if t.endswith(f"-{version}")), None)
 
 
 def _build(
