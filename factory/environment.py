@@ -99,6 +99,8 @@ def build_environment(
     except BugforgeError as e:
         incomplete = "cannot be collected after repair" in e.what or e.what.startswith("no tests found")
         url = repository_url(_staging(out, source, commit) / "repo") if source.startswith("pypi:") else None
+        if incomplete and source.startswith("pypi:") and not url:
+            e.fix = "its sdist ships no runnable test suite and names no repository: pass the repository that holds its tests"
         if not (incomplete and url):
             raise
         name, version = source[len("pypi:") :].split("==", 1)
