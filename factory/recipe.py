@@ -18,6 +18,7 @@ from bugforge.factory.declarations import (
     groups,
     req_names,
 )
+from bugforge.factory.discovery import widen_discovery
 from bugforge.factory.install_plan import Plan
 from bugforge.factory.project_files import (
     dist_name,
@@ -32,12 +33,10 @@ from bugforge.factory.project_files import (
 from bugforge.factory.project_runs import ProjectRuns, project_runs
 from bugforge.factory.pytest_config import (
     clean_addopts,
-    has_pytest_config,
     legacy_path_hooks,
     plugins_for,
     pytest_config,
     testpaths,
-    unittest_style,
 )
 from bugforge.factory.test_scope import outside_suite, pytest_invocation, third_party_imports
 from bugforge.records import Recipe
@@ -117,9 +116,7 @@ def detect(repo: Path, *, build: bool = True, as_of: str | None = None) -> Recip
         r.notes.append(f"install: no declaration provides {', '.join(left)}, which the tests import")
     _pytest_options(repo, r, pyproject, setup_cfg, tox)
     _final_installs(repo, r, name if build else None)
-    if not has_pytest_config(pyproject, setup_cfg, tox, repo) and unittest_style(repo):
-        r.pytest_args += ["-o", "python_files=test*.py *_test.py tests.py"]
-        r.notes.append("pytest: unittest-style file names (test*.py) collected too")
+    widen_discovery(repo, r, roots, pyproject, setup_cfg, tox)  # unittest modules not named like tests
     return r
 
 

@@ -57,11 +57,12 @@ def pytest_invocation(args: list[str], repo: Path) -> tuple[list[str], list[str]
     return list(dict.fromkeys(paths)), kept, other
 
 
-def _walk(root: Path):
+def python_files_in(root: Path):
+    """The .py files under `root` (or `root` itself), sorted, outside VCS, tool and build folders."""
     for p in sorted(root.iterdir()) if root.is_dir() else [root]:
         if p.is_dir():
             if p.name not in SKIP_DIRS and not p.name.startswith("."):
-                yield from _walk(p)
+                yield from python_files_in(p)
         elif p.suffix == ".py":
             yield p
 
@@ -71,7 +72,7 @@ def is_test_file(p: Path) -> bool:
 
 
 def test_files_under(repo: Path, roots: list[str]) -> list[Path]:
-    return [p for r in roots or ["."] for p in _walk(repo / r) if is_test_file(p)]
+    return [p for r in roots or ["."] for p in python_files_in(repo / r) if is_test_file(p)]
 
 
 def outside_suite(repo: Path) -> list[str]:
@@ -86,7 +87,7 @@ def outside_suite(repo: Path) -> list[str]:
 def local_modules(repo: Path) -> set[str]:
     """Names importable from the tree itself: every package folder and module file name."""
     names = set()
-    for p in _walk(repo):
+    for p in python_files_in(repo):
         names.add(p.stem)
         names |= {part for part in p.relative_to(repo).parts[:-1]}
     return names

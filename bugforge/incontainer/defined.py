@@ -157,8 +157,10 @@ def _classes_changed(module, parsed):
         ]
         if added:
             out.append("%s.%s was given %s, which its file does not define" % (module.__name__, name, ", ".join(added)))
+        if not all(bases):  # a base that is no dotted name (`Generic[T]`, a call) cannot be read plainly
+            continue
         named = tuple(_resolve(b, ns) for b in bases) or (object,)
-        if all(bases) and (len(named) != len(cls.__bases__) or any(a is not b for a, b in zip(named, cls.__bases__))):
+        if len(named) != len(cls.__bases__) or any(a is not b for a, b in zip(named, cls.__bases__)):
             out.append("%s.%s has bases other than the ones its file names" % (module.__name__, name))
     return out
 
