@@ -35,6 +35,7 @@ WATCHED = {
     "sys.addaudithook": "added an audit hook",
     "cpython.PyInterpreterState_New": "created a subinterpreter (whose code no audit hook of this one sees)",
 }
+MARSHAL = ("marshal.loads", "marshal.load")  # (what they make is judged: names.py)
 # events of the monitor thread that give the tree's code nothing: ids, reads that lead to no frame
 ATTR, HARMLESS = "object.__getattr__", frozenset(("builtins.id",))
 FRAME_READS = frozenset(("f_code", "tb_frame", "gi_frame", "cr_frame", "ag_frame"))

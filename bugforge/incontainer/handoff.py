@@ -41,8 +41,8 @@ def hook(event, args):
                 return None
             if not (type(args[0].co_filename) is str and args[0].co_filename.startswith(@root@)):
                 return None
-        elif event == "compile":
-            if not (len(args) > 1 and type(args[1]) is str and args[1].startswith(@installed@)):
+        elif event == "compile":  # (any name that may be a file's: names.py)
+            if not (len(args) > 1 and type(args[1]) is str) or args[1].startswith(@pseudo@):
                 return None
         elif event == "import":  # (a native extension's load names its file; other imports name none)
             if not (len(args) > 1 and type(args[1]) is str):
@@ -155,7 +155,7 @@ def start(inline, judge, wanted, quietly):
     args): an event raised in the monitor thread; judge(event, args, frame, ident): an event thread
     `ident` raised, `frame` the frame that raised it (None: not found); judge must not raise, and what
     it returns, when a str, is raised in that thread as a PermissionError (a refusal). wanted: which
-    events judge sees ({"always": event names, "installed": path prefixes of compile's file names,
+    events judge sees ({"always": event names, "pseudo": the prefix of compile's file names that name no file,
     "setattr": attribute names of object.__setattr__, "root": the tree, whose module code's exec it
     sees, "cleared": {id: object} whose frame reads judge has cleared, emptied by judge when it will}; plus
     reads of frames, their code, ..., but not of a frame's f_code unless the frame is the hook's own (only

@@ -156,8 +156,9 @@ def _real(path, _seen={}):  # noqa: B006 (a cache: the first answer for a file s
 
 def installed_value(value, installed, root):
     """Whether a value's behaviour comes only from installed code (not the tree, nothing the test user
-    could write): how pytest and its plugins rebind things while they run."""
+    could write): how pytest and its plugins rebind things while they run. A file counts both as written
+    and where it leads (`//usr/...` leads there, but no installed module is named so: round 24)."""
     files = [f for f in _files_of(value) if f is not None]
-    return all((_real(f) + "/").startswith(installed) for f in files) and not any(
+    return all((_real(f) + "/").startswith(installed) and f.startswith(installed) for f in files) and not any(
         (os.path.abspath(f) + "/").startswith(root) for f in files
     )

@@ -18,7 +18,7 @@ import sys
 import types
 import unittest
 
-from . import handoff, origin, witness
+from . import handoff, names, origin, witness
 from .defined import item_problems
 from .events import (  # (the probe imports the events from here too)
     ASSERTER,
@@ -33,6 +33,7 @@ from .events import (  # (the probe imports the events from here too)
     HELD,
     HIDDEN_FROM,
     ITEMS,
+    MARSHAL,
     OWN_EVENTS,
     PIN,
     PROC_FD,
@@ -41,9 +42,8 @@ from .events import (  # (the probe imports the events from here too)
     SWAPS,
     TAMPER,
     WATCHED,
-    is_file_source,
 )
-from .installed import CLASS_DICT, MRO, native_is_the_images, plain_keys  # (CLASS_DICT: a class's own namespace)
+from .installed import CLASS_DICT, MRO, installed_value, native_is_the_images, plain_keys  # noqa: I001
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
@@ -234,6 +234,9 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             elif on_behalf_of_tree(frame):
                 tamper("a record was sent on behalf of the tree's code")
             else:
+                for kind, fn in zip(("trace", "profile"), args[1:3]):  # (the test thread's own: Report.emit)
+                    if fn is not None and not installed_value(fn, installed, root):
+                        tamper("a %s function from outside the installed code is set in the tests' thread" % kind)
                 cleared.clear()  # (holding no traceback past a record: the tests' objects die as they would)
                 if record.get("event") in ("start", "finish"):
                     end_current(record.pop("before", 0.0))
@@ -294,6 +297,11 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                     shadows=tuple(shadows),
                     defined=tuple(defined) + tuple(seen.collected(tests)),  # (made after the freeze: immutable)
                 )
+        elif event in MARSHAL or (event == "compile" and plain(args, 1)):
+            why = made_code(event, args, frame)
+            if why:
+                tamper("code of the tree %s" % why)
+                raise Refused("bugforge: code of the tree may not name code as the grader's or the tests' here")
         elif event == "import":  # (handoff.py hands over only a native extension's load: its file)
             if not native_is_the_images(args[1], installed + (own_dir,), root):
                 tamper("loaded native code that is not the image's own (%s)" % args[1])
@@ -340,11 +348,6 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
                 return "gave an object a class whose namespace holds a key that is not a string"
             if issubclass(type(new), type) and "__getattribute__" in CLASS_DICT(new):
                 return "gave an object a class that answers every attribute lookup"
-        if event == "compile" and plain(args, 1) and args[1].startswith(installed + (own_dir,)):
-            # (the import system compiles an installed module's source when no bytecode is cached: the source
-            # is then that file's own, which nothing the test user runs can write)
-            if not (frame.f_code.co_filename.startswith("<frozen importlib") and is_file_source(args)):
-                return "compiled code under an installed file's name"
         if event in ("os.listdir", "os.scandir", "open") and args:
             path = args[0].decode("utf-8", "replace") if type(args[0]) is bytes else args[0]
             if type(path) is str and PROC_FD.match(path):
@@ -357,10 +360,10 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
             return "wrapped the verdict channel in a socket" if same else None
         return None
 
-    always = {*OWN_EVENTS, "os.exec", "socket.__new__", *WATCHED}
+    always = {*OWN_EVENTS, "os.exec", "socket.__new__", *WATCHED, *MARSHAL}
     wanted = {
         "always": frozenset(always),
-        "installed": installed + (own_dir,),
+        "pseudo": names.PSEUDO,
         "setattr": frozenset(SWAPS) | {"__class__"},
         "root": root,
         "cleared": cleared,
@@ -373,4 +376,6 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     culprit, direct, on_behalf_of_tree = origin.judges(
         root, own_dir, installed, seen, main, frozen, own_walk, codes.get("entry", ())
     )
+    tree_did = lambda frame: on_behalf_of_tree(frame) or direct(frame)  # noqa: E731
+    made_code = names.judge(root, own_dir, installed, codes, tree_did, own_walk)
     sys.addaudithook(hook)

@@ -54,8 +54,9 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
             return False
         if id(code) in seen.test_code:
             return False
-        # (a test file by name: a library's wrapper of a test takes its name)
-        return not filename.startswith(root) or not named_like_test(filename.rpartition("/")[2])
+        # (a test file by name: a library's wrapper of a test takes its name; no other code may: names.py)
+        name = filename.rpartition("/")[2]
+        return not filename.startswith(root) or not (named_like_test(name) and name.endswith(".py"))
 
     def names(code, name):  # (a global's, an attribute's or a closure's name, or a constant: casecode's lookups)
         return any(type(n) is str and n == name for n in code.co_names + code.co_freevars + code.co_consts)
@@ -94,7 +95,8 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
             code = frame.f_code
             filename = code.co_filename
             if type(filename) is not str or (filename.startswith("/") and not filename.startswith(installed)):
-                return untrusted(code)
+                # (a tracer set by code compiled from a string that the tests' own code called: the tree's)
+                return untrusted(code) or (strings and event in TRACING)
             strings = strings or not (filename.startswith("/") or id(code) in frozen)
             frame = frame.f_back
         return (strings or event in WALKS) and (event in TRACING or thread != main)
@@ -102,11 +104,14 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
     @own_walk
     def direct(frame):
         """Whether the event's own source is the tree's non-test code: the first frame outward that is a
-        file (code compiled from a string is passed over), installed or not."""
+        file, installed or not; or code compiled from a string before it (not the frozen modules'): code
+        the tree made from a string and the tests' code called is the tree's (round 24)."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if type(filename) is not str or filename.startswith("/"):
                 return untrusted(frame.f_code)
+            if id(frame.f_code) not in frozen:
+                return True
             frame = frame.f_back
         return False
 

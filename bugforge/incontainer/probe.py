@@ -189,6 +189,7 @@ import _pytest.assertion.rewrite  # noqa: E402
 casecode.harden(unittest.case)  # (TestCase's lookups of its own methods: never an instance's)
 casecode.watch_subtests()  # (a failed subtest of pytest's fixture: told to the monitor first)
 _installed = installed_dirs(os.environ.get("BUGFORGE_ROOT", "/testbed").rstrip("/") + "/")
+_rewrite = _pytest.assertion.rewrite._rewrite_test.__code__  # (pytest's own, which the witness calls: names.py)
 witnessed = witness.install(_pytest.assertion.rewrite, _installed)  # test modules compiled with the witness
 install(  # before the channel is opened, and before any code of the tree (start.py)
     os.environ.get("BUGFORGE_ROOT", "/testbed"),
@@ -200,6 +201,7 @@ install(  # before the channel is opened, and before any code of the tree (start
         PIN: Probe.pin.__code__,
         ITEMS: Probe.pytest_collection_finish.__code__,
         COMPILED: witnessed,
+        "rewrite": _rewrite,
         REGISTERED: unittest.case.TestCase.addTypeEqualityFunc.__code__,
         ASSERTER: casecode.vetted.__code__,
         HELD: tuple(  # (an assertion context's __init__ and __exit__s, an outcome's __init__, recompiled)

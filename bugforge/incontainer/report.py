@@ -30,9 +30,10 @@ class Report:
         """Hand the run's channel (BUGFORGE_CHANNEL), if any, to the monitor."""
         self.channel = sender()
 
-    def emit(self, record, _audit=sys.audit):
-        """Send a record through the monitor (only this function's code may; it drops it without a channel)."""
-        _audit(RECORD, record)
+    def emit(self, record, _audit=sys.audit, _trace=sys.gettrace, _profile=sys.getprofile):
+        """Send a record through the monitor (only this function's code may; it drops it without a channel),
+        with this thread's trace and profile functions (the monitor's own thread cannot read them)."""
+        _audit(RECORD, record, _trace(), _profile())
 
     def start(self, nodeid):
         """A test starts; the record carries the seconds the previous test's passed teardown took."""

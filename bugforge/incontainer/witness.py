@@ -28,7 +28,7 @@ import types
 import unittest
 
 from .caseclass import as_collected, class_state, registry_vouched
-from .guard import given
+from .guard import given, plain_path
 from .installed import C3, CLASS_DICT, MRO
 from .sweep import TEST_DIRS
 
@@ -199,6 +199,7 @@ def install(rewrite, installed=(), _audit=sys.audit):
         return rewrite_asserts(mod, source, module_path, config)
 
     def witnessed_rewrite_test(fn, config):
+        fn = plain_path(fn, _audit, TAMPER)
         if not given(fn):
             _audit(TAMPER, "a test module's file is not the one the grader gave (the test user's): %s" % fn)
         stat, co = rewrite_test(fn, config)

@@ -72,12 +72,13 @@ def test_the_tests_own_walk_and_registration_raise_no_false_alarm(launch):
 
 
 def test_a_walk_compiled_under_a_test_files_name_is_the_trees(launch):
-    """Code the tree compiles as `tests/test_x.py` is not the tests' own: its walk is tampering."""
+    """Code the tree compiles as `tests/test_x.py` is not the tests' own: the compile itself is tampering
+    now (names.py, round 24), refused before the walk could run."""
     walk = "\n\ndef sneak():\n    ns = {}\n    exec(compile('import gc\\nn = len(gc.get_objects())', "
     walk += "__file__.rsplit('/', 2)[0] + '/tests/test_x.py', 'exec'), ns)\n    return ns['n']\n"
     test = "import pkg\n\n\ndef test_it():\n    assert pkg.sneak() > 0\n"
     records, _ = launch({"pkg/__init__.py": PKG + walk, "tests/__init__.py": "", "tests/test_it.py": test})
-    assert any("walked the interpreter's objects" in t for t in launch.tampering(records))
+    assert any("compiled code under the name of a test file" in t for t in launch.tampering(records))
 
 
 FIND_STATE = (
