@@ -47,9 +47,25 @@ PLUGIN_FOR_INI = {
     "flake8-ignore": "pytest-flake8",
     "xfail_strict": "",
 }
-# flags that fight per-test measurement (parallelism, coverage of their own, reruns): dropped from
-# addopts in every bugforge run; the recipe records that.
+# report files bugforge never reads, which a grader's test user cannot write into the tree (pathable's
+# `--junitxml=reports/junit.xml` ended every graded run in an INTERNALERROR at session finish)
+REPORT_FILE_FLAGS = (
+    "--junitxml",
+    "--junit-xml",
+    "--junit-prefix",
+    "--html",
+    "--self-contained-html",
+    "--report-log",
+    "--result-log",
+    "--resultlog",
+    "--json-report",
+    "--alluredir",
+    "--log-file",
+)
+# flags that fight per-test measurement (parallelism, coverage of their own, reruns) or write report
+# files: dropped from addopts in every bugforge run; the recipe records that.
 DROPPED_FLAGS = (
+    *REPORT_FILE_FLAGS,
     "--cov",
     "-n",
     "--numprocesses",
@@ -131,7 +147,17 @@ def plugins_for(addopts: list[str], ini_keys: set[str]) -> set[str]:
     return plugins
 
 
+# dropped flags whose value may be the next argument
+DROPPED_WITH_VALUE = {
+    "-n", "--numprocesses", "--dist", "--reruns", "--maxfail", "--cov", "--cov-report", "--cov-config",
+    "--junitxml", "--junit-xml", "--junit-prefix", "--html", "--report-log", "--result-log", "--resultlog",
+    "--json-report-file", "--alluredir", "--log-file", "--log-file-level", "--log-file-format",
+    "--log-file-date-format", "--log-file-mode",
+}  # fmt: skip
+
+
 def clean_addopts(addopts: list[str]) -> tuple[list[str], list[str]]:
+    """(kept, dropped) of addopts: DROPPED_FLAGS (a `--` flag also by prefix, `-nN`) go, with their value."""
     kept, dropped = [], []
     i = 0
     while i < len(addopts):
@@ -141,16 +167,7 @@ def clean_addopts(addopts: list[str]) -> tuple[list[str], list[str]]:
             flag.startswith("-n") and flag[2:].isdigit()
         ):
             dropped.append(a)
-            takes_value = "=" not in a and flag in (
-                "-n",
-                "--numprocesses",
-                "--dist",
-                "--reruns",
-                "--maxfail",
-                "--cov",
-                "--cov-report",
-                "--cov-config",
-            )
+            takes_value = "=" not in a and flag in DROPPED_WITH_VALUE
             if takes_value and i + 1 < len(addopts) and not addopts[i + 1].startswith("-"):
                 dropped.append(addopts[i + 1])
                 i += 1

@@ -197,7 +197,7 @@ def _pytest_options(repo: Path, r: Recipe, pyproject: dict, setup_cfg, tox) -> N
         r.pytest_args += ["-o", f"addopts={' '.join(kept)}"]
         r.notes.append(
             f"pytest: addopts from {where} without {' '.join(dropped)} (parallel runs, coverage"
-            " and stop-early flags would corrupt per-test outcomes and coverage)"
+            " and stop-early flags would corrupt per-test outcomes and coverage; report files are not read)"
         )
     if not r.install:
         r.notes.append("install: nothing to install (plain source tree)")

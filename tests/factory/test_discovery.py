@@ -13,6 +13,7 @@ from _pytest.pathlib import fnmatch_ex
 from bugforge.factory import build_environment
 from bugforge.factory.discovery import configured_python_files, matches, unnamed_unittest_modules
 from bugforge.factory.project_files import ini, toml
+from bugforge.factory.pytest_config import clean_addopts
 from bugforge.factory.recipe import detect
 from bugforge.incontainer.defined import _classes_changed, _File
 from bugforge.testing.testrun import run_tests
@@ -99,6 +100,15 @@ def test_a_class_whose_base_is_no_dotted_name_is_no_probe_error(tmp_path):
     ]
 
 
+def test_report_file_flags_are_dropped_from_addopts():
+    """A report file (JUnit, HTML, JSON, report-log) is never read by bugforge, and a grader's test user
+    cannot write it into the tree; flags that only shape the console stay."""
+    opts = "--capture=no -v --showlocals --junitxml=reports/junit.xml --html r.html --self-contained-html"
+    kept, dropped = clean_addopts([*opts.split(), "--json-report", "--json-report-file=x.json", "--report-log", "l"])
+    assert kept == ["--capture=no", "-v", "--showlocals"], kept
+    assert dropped[0] == "--junitxml=reports/junit.xml" and dropped[-2:] == ["--report-log", "l"], dropped
+
+
 # --- real builds ---------------------------------------------------------------------------------------
 
 
@@ -118,9 +128,12 @@ def test_a_unittest_suite_in_modules_not_named_like_tests_is_run(base_image, tmp
     assert run.outcomes == {one: "passed"} and not run.suspicious(), (run.outcomes, run.log_tail)
 
 
-def test_a_test_class_with_a_subscripted_base_builds(base_image, tmp_path, git_repo):
-    """pathable's and uncalled-for's shape: a test file's class derives from `Dependency[str]`."""
+def test_a_test_class_with_a_subscripted_base_builds_and_grades(base_image, tmp_path, git_repo):
+    """pathable's shape: a test file's class derives from `NodeAccessor[...]` (the probe's IndexError), under
+    addopts that write a JUnit report into the tree, which a grader's test user cannot (an INTERNALERROR at
+    session finish): the environment builds and a grader's run of one node id passes untouched."""
     files = {
+        "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "--capture=no --showlocals --junitxml=reports/j.xml"\n',
         "dep/__init__.py": "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
         "class Dependency(Generic[T]):\n    def value(self):\n        return 1\n",
         "tests/test_dep.py": "from dep import Dependency\n\n\nclass Greeter(Dependency[str]):\n    pass\n\n\n"
@@ -129,3 +142,6 @@ def test_a_test_class_with_a_subscripted_base_builds(base_image, tmp_path, git_r
     repo = git_repo(tmp_path / "generic", files)
     rec, _ = build_environment(str(repo), out=tmp_path / "runs", runs=2, log=quiet)
     assert rec.passing == ["tests/test_dep.py::test_value"], rec.tests
+    assert "addopts=--capture=no --showlocals" in rec.recipe.pytest_args, rec.recipe.pytest_args
+    run, _ = run_tests(rec.image, rec.recipe.pytest_args, selection=rec.passing, timeout=120, user=TEST_USER)
+    assert run.outcomes == {rec.passing[0]: "passed"} and not run.suspicious(), (run.outcomes, run.log_tail)
