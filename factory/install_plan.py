@@ -22,6 +22,7 @@ from bugforge.factory.declarations import (
     requirement_files,
 )
 from bugforge.factory.project_runs import Install
+from bugforge.factory.pytest_deps import runner_copy
 from bugforge.factory.test_scope import dists_for
 from bugforge.records import Recipe
 
@@ -196,6 +197,8 @@ class Plan:
                 seen.add(key)
                 r.install.append(tolerant(reqs))
                 r.notes.append(f"install: {why}")
+        if installable:  # a project pytest itself depends on: the runner's own copy (factory/pytest_deps.py)
+            runner_copy(r, self.project)
 
 
 # what CI installs to drive its runs, not what the tests need

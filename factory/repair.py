@@ -47,6 +47,7 @@ UNTRACKED_TO_EXCLUDE = (
     " && git status --porcelain | head -n 20"
 )
 _MISSING = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
+_RELATIVE = "attempted relative import with no known parent package"
 _PLUGIN_NAME = re.compile(r"Plugin '([^']+)' for hook|Error importing plugin \"([^\"]+)\"")
 _ADDOPTS_FAILURE = ("unrecognized arguments", "Error importing plugin", "No module named 'pytest_")
 _PLUGIN_FAILURE = (
@@ -241,6 +242,11 @@ def repair(image: str, recipe: Recipe, repo: Path, *, timeout: float, log_dir: P
     try:
         exclude(col, recipe)
     except BugforgeError as e:
+        if lost := not_packages(col, repo):  # an sdist that ships a test package's test files alone
+            e.what += (
+                f"; {', '.join(lost)} has no __init__.py: its test files import their package's modules"
+                " relatively (`from .x import`), and the source does not ship that package"
+            )
         if url := repository_url(repo):  # an sdist that ships its tests incomplete: the repository has them
             e.fix += f", or build from the project's repository ({url}) at this release's tag"
         raise
@@ -309,6 +315,13 @@ def _install_layer(image: str, root: str, cmds: list[str], log: Log, log_file: P
         except BugforgeError as e1:
             failed[c] = e1.what
     return new, failed
+
+
+def not_packages(col: Collection, repo: Path) -> list[str]:
+    """The directories of test files that fail to collect with a relative import while the directory
+    is no package (no `__init__.py`): the source shipped the test files without their package."""
+    dirs = {Path(n.split("::")[0]).parent.as_posix() for n, text in col.errors.items() if _RELATIVE in text}
+    return sorted(d for d in dirs if not (repo / d / "__init__.py").exists())
 
 
 def exclude(col: Collection, recipe: Recipe) -> None:

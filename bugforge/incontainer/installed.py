@@ -129,14 +129,19 @@ def _cell(cell):
         return None
 
 
+RUNNER_COPIES = {}
+"""Module name -> the runner's copy of it that start.restore dropped from sys.modules (a project that is
+one of pytest's dependencies): a class naming it is read there, as before the drop, not in the tree's."""
+
+
 def _class_files(cls):
     """The file of the module a class names (none for a built-in module's), read plainly; ODD where a
     namespace on the way holds a key that is not a string or a value of an unexpected type."""
-    modules = sys.modules
-    if not plain_keys(CLASS_DICT(cls)) or not plain_keys(modules):
+    modules, copies = sys.modules, RUNNER_COPIES
+    if not plain_keys(CLASS_DICT(cls)) or not plain_keys(modules) or not plain_keys(copies):
         return [ODD]
     name = _MODULE_OF(cls)  # (C: the class's `__module__`, or a built-in type's)
-    module = modules.get(name) if type(name) is str else ODD
+    module = copies.get(name, modules.get(name)) if type(name) is str else ODD
     if module is None:
         return []
     if type(module) is not types.ModuleType or not plain_keys(_MODULE_DICT(module)):

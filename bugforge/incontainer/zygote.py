@@ -29,7 +29,7 @@ from .hotswap import LiveCode, changes_defaults
 from .protocol import Request, Response
 from .pycache import BytecodeCache
 from .shell import sh, tail, write_fresh
-from .start import load_runner
+from .start import load_runner, restore
 
 
 class Server:
@@ -141,7 +141,7 @@ def freeze():
 def main(saved):
     """`saved`: sys.path to put back once the runner is loaded (the server starts as start.py says)."""
     load_runner()
-    sys.path[:] = saved
+    restore(saved)
     if os.environ.get("BUGFORGE_PYCACHE"):  # set only now: pytest and the standard library keep their own caches
         sys.pycache_prefix = os.environ["BUGFORGE_PYCACHE"]
     server = Server(sys.pycache_prefix)
