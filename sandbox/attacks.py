@@ -13,6 +13,7 @@ with other names and one whose every name is built at run time. bugforge.sandbox
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from dataclasses import dataclass
 
 from bugforge.sandbox import attack_payloads as P
@@ -375,21 +376,6 @@ from bugforge.sandbox import attacks_round10 as round10  # noqa: E402  (it build
 
 PATTERNS.update(round10.PATTERNS)
 
-from bugforge.sandbox import attacks_round11 as round11  # noqa: E402  (each builds on Pattern above)
-from bugforge.sandbox import attacks_round12 as round12  # noqa: E402
-from bugforge.sandbox import attacks_round13 as round13  # noqa: E402
-from bugforge.sandbox import attacks_round14 as round14  # noqa: E402
-from bugforge.sandbox import attacks_round15 as round15  # noqa: E402
-from bugforge.sandbox import attacks_round16 as round16  # noqa: E402  (its stated-limit pattern: not held to)
-from bugforge.sandbox import attacks_round17 as round17  # noqa: E402
-from bugforge.sandbox import attacks_round18 as round18  # noqa: E402
-from bugforge.sandbox import attacks_round19 as round19  # noqa: E402
-from bugforge.sandbox import attacks_round20 as round20  # noqa: E402
-from bugforge.sandbox import attacks_round21 as round21  # noqa: E402  (its stated-limit pattern: not held to)
-from bugforge.sandbox import attacks_round22 as round22  # noqa: E402
-from bugforge.sandbox import attacks_round23 as round23  # noqa: E402
-
-for later in (round11, round12, round13, round14, round15, round17, round18, round19, round20, round22, round23):
-    PATTERNS.update(later.PATTERNS)
-for limited in (round16, round21):
-    PATTERNS.update({name: p for name, p in limited.PATTERNS.items() if "(stated limit)" not in name})
+for _round in range(11, 25):  # (each builds on Pattern above; a stated limit's pattern is not held to)
+    _later = importlib.import_module("bugforge.sandbox.attacks_round%d" % _round)
+    PATTERNS.update({name: p for name, p in _later.PATTERNS.items() if "(stated limit)" not in name})
