@@ -86,16 +86,24 @@ def testcase_modules(files: dict[str, list[tuple[str, list[str], bool]]]) -> set
     return {p for p, classes in files.items() if any(n in tested for n, _, _ in classes)}
 
 
+def suite_folder(rel: str) -> str | None:
+    """The shallowest folder of the file at `rel` named like tests (tests/, testing/, unittests/); None
+    where no folder of its path is."""
+    parts = rel.split("/")[:-1]
+    i = next((i for i, d in enumerate(parts) if "test" in d.lower()), None)
+    return None if i is None else "/".join(parts[: i + 1])
+
+
 def unnamed_unittest_modules(repo: Path, roots: list[str], patterns: list[str]) -> list[str]:
-    """Modules (paths relative to `repo`) in a folder named like tests (tests/, testing/, unittests/)
-    that define unittest.TestCase subclasses with tests, where no file of that folder matches `patterns`
-    (pytest's python_files): pytest would collect nothing there."""
+    """Modules (paths relative to `repo`) under a folder named like tests that define unittest.TestCase
+    subclasses with tests, where no file anywhere under that folder matches `patterns` (pytest's
+    python_files): pytest would collect nothing of that suite."""
     paths: list[str] = []
     for root in roots or ["."]:
         paths += [p.relative_to(repo).as_posix() for p in python_files_in(repo / root)]
-    paths = [r for r in dict.fromkeys(paths) if "/" in r and any("test" in d.lower() for d in r.split("/")[:-1])]
-    named = {r.rsplit("/", 1)[0] for r in paths if matches(r, patterns)}
-    files = {r: _classes(repo / r) for r in paths if r.rsplit("/", 1)[0] not in named}  # (only these are read)
+    suites = {r: suite_folder(r) for r in dict.fromkeys(paths)}
+    named = {suites[r] for r in suites if suites[r] is not None and matches(r, patterns)}
+    files = {r: _classes(repo / r) for r, s in suites.items() if s is not None and s not in named}  # (only these read)
     return sorted(r for r in testcase_modules(files) if r.rsplit("/", 1)[1] not in NOT_MODULES)
 
 

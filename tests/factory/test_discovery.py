@@ -39,18 +39,20 @@ SUITE = {  # a package's unittest suite run as `python -m pkg.tests` (aioitertoo
 
 
 def test_unittest_modules_not_named_like_tests_are_found_by_folder(tmp_path, write_tree):
-    """Modules with TestCase subclasses that have tests (own or inherited through the tree's classes), in a
-    tests folder where no file matches python_files; not __init__/__main__, not a folder pytest already
-    finds tests in, not a folder outside tests."""
+    """Modules with TestCase subclasses that have tests (own or inherited through the tree's classes), under
+    a tests folder where no file matches python_files; not __init__/__main__, not a suite pytest already
+    finds tests in (anywhere under its tests folder), not a folder outside tests."""
     files = {
         **SUITE,
         "other/tests/test_a.py": "def test_a():\n    pass\n",
         "other/tests/helpers.py": CASE.format(name="HelperCase"),  # beside test_a.py: pytest's own choice
+        "other/tests/base/cases.py": CASE.format(name="AbstractCase"),  # under a suite pytest finds
+        "lib/tests/unit/checks.py": CASE.format(name="DeepCase"),  # a suite pytest finds nothing of
         "pkg/testing.py": CASE.format(name="UserFacing"),  # a library's helper, not in a tests folder
     }
     repo = write_tree(tmp_path, files)
     found = unnamed_unittest_modules(repo, ["."], ["test_*.py", "*_test.py"])
-    assert found == ["pkg/tests/core.py", "pkg/tests/more.py"], found
+    assert found == ["lib/tests/unit/checks.py", "pkg/tests/core.py", "pkg/tests/more.py"], found
     assert unnamed_unittest_modules(repo, ["."], ["*.py"]) == []  # a configuration that finds them already
     assert unnamed_unittest_modules(repo, ["other"], ["test_*.py"]) == []
 
