@@ -100,28 +100,6 @@ def nondumpable():
         pass
 
 
-def frozen_codes():
-    """Ids of the code objects of the frozen modules loaded now (importlib's bootstrap; on 3.11+ also
-    os, posixpath, ...), with those nested in them: their frames (files named "<frozen ...>", a name a
-    string can take too) count as installed code by the identity of their code."""
-    codes, stack = set(), []
-    for module in list(sys.modules.values()):
-        spec = getattr(module, "__spec__", None)
-        if getattr(spec, "origin", None) != "frozen":
-            continue
-        for value in list(vars(module).values()):
-            for obj in [value, *(vars(value).values() if isinstance(value, type) else ())]:
-                code = getattr(getattr(obj, "__func__", obj), "__code__", None)
-                if isinstance(code, types.CodeType):
-                    stack.append(code)
-    while stack:
-        code = stack.pop()
-        if id(code) not in codes:
-            codes.add(id(code))
-            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return frozenset(codes)
-
-
 def program_code():
     """The id of the code of the `python -c` program at the bottom of this thread's stack (start.py's, the
     test server's), while no code of the tree has run: a frame of it, named "<string>" like any code

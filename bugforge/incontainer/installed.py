@@ -79,6 +79,31 @@ BUILTIN_NAMES = frozenset(
 )  # (a module's global of such a name hides the builtin from its code)  # (of an exact dict or a class's mappingproxy: C)
 
 
+def frozen_codes():
+    """Ids of the code objects of the frozen modules loaded now (importlib's bootstrap; on 3.11+ also
+    os, posixpath, ...), with those nested in them: their frames (files named "<frozen ...>", a name a
+    string can take too) count as installed code by the identity of their code."""
+    codes, stack = set(), []
+    for module in list(sys.modules.values()):
+        spec = getattr(module, "__spec__", None)
+        if getattr(spec, "origin", None) != "frozen":
+            continue
+        for value in list(vars(module).values()):
+            for obj in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+                code = getattr(getattr(obj, "__func__", obj), "__code__", None)
+                if isinstance(code, types.CodeType):
+                    stack.append(code)
+    while stack:
+        code = stack.pop()
+        if id(code) not in codes:
+            codes.add(id(code))
+            stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return frozenset(codes)
+
+
+FROZEN = frozen_codes()  # (at the probe's import: before any code of the tree)
+
+
 def _files_of(value, depth=2):
     """The source files a value's behaviour comes from ([] for built-in code and plain data): a
     function's own and those of what its closure holds, a partial's function and arguments, a bound
@@ -97,7 +122,8 @@ def _files_of(value, depth=2):
     if fns:
         held = [value.__self__] if kind is types.MethodType else []
         cells = [c for f in fns for c in (f.__closure__ or ())]
-        return [f.__code__.co_filename for f in fns] + _held_files(held + list(map(_cell, cells)), depth)
+        own = [f.__code__.co_filename for f in fns if id(f.__code__) not in FROZEN]  # (frozen: by identity)
+        return own + _held_files(held + list(map(_cell, cells)), depth)
     if issubclass(kind, type):  # (a class: its module and its classes' functions; any module name is given)
         return _class_files(value) + _held_files(
             [v for c in MRO(value)[:-1] for v in _DICT_VALUES(CLASS_DICT(c))], depth

@@ -44,6 +44,9 @@ STRICT = (
 # plain data a strict namespace of the assertions may be given (settings such as TestCase.maxDiff): no behaviour
 _SETTING_IDS = frozenset(map(id, (type(None), bool, int, float, str)))
 _MISSING = object()
+# what pytest (and the interpreter) record of a failure for a post-mortem debugger: data no check reads,
+# whose value is the failing test's exception, of the tree's class as often as not
+_POSTMORTEM = frozenset(("last_type", "last_value", "last_traceback", "last_exc"))
 HOOKS = (
     "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
     "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus", "pytest_pyfunc_call",
@@ -89,15 +92,18 @@ def _entry_problems(entry, installed, root):
     where, owner, namespace, keys, values, keyset, strict = entry
     out = []
     settings = strict and _under(where, ASSERTING)
+    postmortem = _POSTMORTEM if owner is sys else ()
     for key, value in zip(keys, values):
         now = namespace.get(key, _MISSING)
+        if key in postmortem:
+            continue
         if settings and id(type(now)) in _SETTING_IDS and id(type(value)) in _SETTING_IDS:  # (ids: no __eq__ runs)
             continue
         if now is not value and (strict or now is _MISSING or not installed_value(now, installed, root)):
             out.append("%s.%s was replaced during the run" % (where, key))
     for key in sorted(set(namespace) - keyset, key=str):
         now = namespace.get(key)
-        if type(now) is types.ModuleType or key == "__warningregistry__":
+        if type(now) is types.ModuleType or key == "__warningregistry__" or key in postmortem:
             continue  # a submodule imported since; the warnings module's own registry
         if type(owner) is types.ModuleType and key in BUILTIN_NAMES:
             out.append("%s.%s was added during the run, shadowing the builtin" % (where, key))

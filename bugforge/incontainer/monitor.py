@@ -43,7 +43,7 @@ from .events import (  # (the probe imports the events from here too)
     TAMPER,
     WATCHED,
 )
-from .installed import CLASS_DICT, MRO, installed_value, native_is_the_images, plain_keys  # noqa: I001
+from .installed import CLASS_DICT, FROZEN, MRO, installed_value, native_is_the_images, plain_keys  # noqa: I001
 
 CODE, FRAME, TRACEBACK = types.CodeType, types.FrameType, types.TracebackType
 RESUMABLE = 0x20 | 0x80 | 0x200  # a generator's, coroutine's or async generator's code (CO_ flags)
@@ -371,7 +371,7 @@ def install(root, own_dir, installed, codes):  # noqa: C901, PLR0915 (one closur
     hook, hook_code, serving = handoff.start(inline, judge, wanted, own_walk)
     trusted, hook_globals = (own_dir,) + tuple(installed), hook.__globals__  # (by file: never a name a string can take)
     handoff.nondumpable()
-    frozen = handoff.frozen_codes() | handoff.program_code()  # (frozen modules' code and the `-c` program
+    frozen = FROZEN | handoff.program_code()  # (frozen modules' code and the `-c` program
     # that started the process: trusted by identity, as installed files by path)
     culprit, direct, on_behalf_of_tree = origin.judges(
         root, own_dir, installed, seen, main, frozen, own_walk, codes.get("entry", ())

@@ -77,3 +77,15 @@ def test_what_tests_do_with_code_and_bytecode_raises_no_false_alarm(launch):
     records, r = launch({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": test})
     assert launch.tampering(records) == [], r.stdout[-2000:]
     assert set(launch.outcomes(records).values()) == {"passed"}, r.stdout[-2000:]
+
+
+def test_frozen_standard_modules_and_the_projects_exceptions_raise_no_false_alarm(launch):
+    """A test module that imports a class of a frozen standard module (`collections.abc`, whose code is
+    named `<frozen _collections_abc>`: trusted by identity), and a test failing with the project's own
+    exception (pytest records it in sys.last_value for a post-mortem): no tamper (both were flagged)."""
+    pkg = "class Oops(Exception):\n    pass\n\n\ndef add(a, b):\n    raise Oops('the bug')\n"
+    test = "from collections.abc import Callable\n\nimport pkg\n\n\ndef test_bug():\n    assert pkg.add(1, 2) == 3\n"
+    test += "\n\ndef test_ok():\n    assert isinstance(pkg.add, Callable)\n"
+    records, r = launch({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert launch.tampering(records) == [], r.stdout[-2000:]
+    assert launch.outcomes(records) == {"test_bug": "failed", "test_ok": "passed"}, r.stdout[-2000:]
