@@ -76,9 +76,9 @@ def matrix(instance: dict, grader, names: list[str] | None = None, *, timeout: i
     slug = {n: f"{instance['instance_id']}__rt{i}" for i, n in enumerate(patches)}
     rows = [{**instance, "instance_id": slug[n]} for n in patches]
     out = {}
-    # the three graders at once (each grades every patch on its own): the harness and the fresh
-    # containers in threads, the warm grader (one workbench) here
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    # the three graders at once (each grades every patch on its own): the harness in a thread, the fresh
+    # containers two at a time in two more (the engine's waits overlap), the warm grader (one workbench) here
+    with ThreadPoolExecutor(max_workers=3) as pool:
         official = pool.submit(harness_verdicts, rows, {slug[n]: p for n, p in patches.items()}, timeout=timeout)
         fresh = {n: pool.submit(grade_patch, instance, p, timeout=timeout) for n, p in patches.items()}
         for name, patch in patches.items():
