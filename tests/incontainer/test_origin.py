@@ -101,3 +101,12 @@ def test_no_walk_sees_the_graders_state_not_even_an_allowed_one(launch):
     records, r = launch({"pkg/__init__.py": PKG, "tests/__init__.py": "", "tests/test_it.py": test})
     assert launch.tampering(records) == [], r.stdout[-2000:]
     assert launch.outcomes(records) == {"test_walk": "passed"}, r.stdout[-3000:]
+
+
+def test_reading_memory_at_an_address_is_the_trees_tampering(launch):
+    """ctypes.string_at (any address: the run's key is in memory) from the tree's code: refused, tampering
+    (ctypes is already imported, by the grader's start: its import is no barrier)."""
+    peek = "\n\ndef peek():\n    import ctypes\n\n    return ctypes.string_at(id(b'x'), 8)\n"
+    test = "import pkg\n\n\ndef test_it():\n    assert pkg.peek()\n"
+    records, _ = launch({"pkg/__init__.py": PKG + peek, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert any("read raw memory (ctypes)" in t for t in launch.tampering(records))
