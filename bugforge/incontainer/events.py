@@ -51,6 +51,9 @@ SWAPS = ("__code__", "__defaults__", "__kwdefaults__")
 # tracer, so is such a stack in the main thread; for a walk, another thread of installed code only too (the
 # tree picks a thread's target: round 17)
 TRACING = ("sys.settrace", "sys.setprofile")
+# ctypes' loads: an installed module's own at its import (dill resolves C functions when imported) are not the
+# tree's, whoever imports it
+LOADS = ("ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle")
 WALKS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames")
 # walks that read the collector's generations: the permanent one (gc.freeze), where the grader's objects
 # made before the tree's code are, is never among them (docs/security.md, 3d)

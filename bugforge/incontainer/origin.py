@@ -25,7 +25,7 @@ import _thread
 import gc
 import types
 
-from .events import REGISTERED, TRACING, WALKS
+from .events import LOADS, REGISTERED, TRACING, WALKS
 from .installed import named_like_test
 
 CAPABILITIES = {
@@ -90,6 +90,8 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
         the installed directories, one written at run time, counts as the tree's)."""
         if event in CAPABILITIES and (not asked(frame, event) or collection(thread)):
             return True
+        if event in LOADS and importing(frame, installed, frozen):
+            return False
         strings = False
         while frame is not None:
             code = frame.f_code
@@ -126,6 +128,20 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
         return False
 
     return culprit, direct, on_behalf_of_tree
+
+
+def importing(frame, installed, frozen):
+    """Whether the frames from `frame` outward, installed code only, reach an installed module's own
+    top-level code (its import) before any other code."""
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        if type(filename) is not str or not (filename.startswith(installed) or id(code) in frozen):
+            return False
+        if code.co_name == "<module>" and filename.startswith(installed):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _collections(installed):

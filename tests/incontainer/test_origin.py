@@ -110,3 +110,15 @@ def test_reading_memory_at_an_address_is_the_trees_tampering(launch):
     test = "import pkg\n\n\ndef test_it():\n    assert pkg.peek()\n"
     records, _ = launch({"pkg/__init__.py": PKG + peek, "tests/__init__.py": "", "tests/test_it.py": test})
     assert any("read raw memory (ctypes)" in t for t in launch.tampering(records))
+
+
+def test_an_installed_librarys_own_native_loads_at_its_import_are_not_the_trees(launch):
+    """dill resolves C functions through ctypes when imported; a package of the tree that imports it is
+    not refused (issue 38: datasets could not be collected), while the tree's own lookup still is."""
+    pytest.importorskip("dill")
+    pkg = "import dill  # noqa: F401\n\n" + PKG + "\n\ndef lookup():\n    import ctypes\n\n"
+    pkg += "    return ctypes.pythonapi.Py_GetVersion\n"
+    test = "import pkg\n\n\ndef test_it():\n    assert pkg.add(1, 1) == 0\n\n\ndef test_lookup():\n    pkg.lookup()\n"
+    records, r = launch({"pkg/__init__.py": pkg, "tests/__init__.py": "", "tests/test_it.py": test})
+    assert launch.outcomes(records) == {"test_it": "passed", "test_lookup": "failed"}, r.stdout[-2000:]
+    assert launch.tampering(records) == ["code of the tree loaded native code (ctypes) (ctypes.dlsym)"]
