@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import docker
+
 from bugforge.engine import LABEL, client
 from bugforge.sandbox.attacks import PATTERNS, Pattern  # noqa: F401  (re-exported)
 from bugforge.sandbox.grader import grade_patch, labels_of
@@ -47,11 +49,8 @@ def patch_for(instance: dict, name: str) -> str:
         "git reset -q --pathspec-from-file=/tmp/untracked --pathspec-file-nul\n"
         "git diff --cached --binary --no-color HEAD"
     )
-    c = client().containers.create(
-        instance["image"], ["bash", "-c", script], environment=env, network_mode="none", labels={LABEL: "redteam"}
-    )
+    c = _with_gold(instance, script, env)
     try:
-        c.put_archive("/tmp", file_archive("gold.diff", instance["patch"].encode()))
         c.start()
         status = c.wait(timeout=120)
         out = c.logs(stdout=True, stderr=False).decode()
@@ -60,6 +59,23 @@ def patch_for(instance: dict, name: str) -> str:
     finally:
         c.remove(force=True)
     return out + pattern.extra
+
+
+def _with_gold(instance: dict, script: str, env: dict):
+    """A created container of the instance's image that will run `script`, the gold patch in /tmp. Podman's
+    archive endpoint fails now and then under load (its tar subprocess: "broken pipe"): once, a new one."""
+    for attempt in (1, 2):
+        c = client().containers.create(
+            instance["image"], ["bash", "-c", script], environment=env, network_mode="none", labels={LABEL: "redteam"}
+        )
+        try:
+            c.put_archive("/tmp", file_archive("gold.diff", instance["patch"].encode()))
+            return c
+        except docker.errors.APIError:
+            c.remove(force=True)
+            if attempt == 2:
+                raise
+    return None  # (never reached: the loop returns or raises)
 
 
 def verdict(status: str, resolved: bool) -> str:
