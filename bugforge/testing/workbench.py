@@ -140,7 +140,7 @@ class Workbench:
         # run's collection makes them again, and a held session's runs do not collect); anything a run
         # leaves later goes
         self._ask(self.server, Request(before=SNAPSHOT), 120)
-        for server in (self.server, self.warm) if self.guard else ():
+        for server in (s for s in (self.server, self.warm) if s is not None and self.guard):  # (no preload: no warm)
             self._ask(server, Request(guard=self.guard, cwd=self.workdir, out=OUT, after=RESTORE), 120)
 
     def _ask(self, server: ExecStream, req: Request | dict, timeout: float) -> Response:

@@ -249,3 +249,17 @@ def test_api_fuzzing_finds_no_server_errors(service):
     )
     print(r.stdout[-3000:])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_warm_grading_without_a_coverage_map_runs_every_test(calc_runs, instances):
+    """An environment with no map (no preloaded server: every prediction runs every test) is still guarded:
+    the gold patch is resolved, the bug's own patch is not (the guard's set-up looped over a server that a
+    grader with no preload does not have)."""
+    ((env, _testmap),) = find_environments(instances, calc_runs)
+    g = EnvGrader(env, None)
+    try:
+        inst = instances[0]
+        assert g.grade(inst, inst["patch"]).resolved
+        assert not g.grade(inst, "").resolved
+    finally:
+        g.close()
