@@ -62,6 +62,12 @@ def named_like_test(name):
     return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 
 
+def test_module_name(name):
+    """Whether a file's base name is a test module's: named like a test, and Python source (the names code
+    of a test file may carry, which origin.py trusts and names.py keeps the tree from giving code)."""
+    return named_like_test(name) and name.endswith(".py")
+
+
 MRO, _DICT_OFFSET = type.__dict__["__mro__"].__get__, type.__dict__["__dictoffset__"].__get__
 C3 = type.__dict__["mro"]  # the MRO a class's bases give (type.mro, C3), whatever its metaclass's mro() says
 CLASS_DICT, _MODULE_DICT = type.__dict__["__dict__"].__get__, types.ModuleType.__dict__["__dict__"].__get__

@@ -17,7 +17,7 @@ import sys
 import types
 
 from .events import is_file_source
-from .installed import named_like_test
+from .installed import test_module_name
 from .witness import COMPILED
 
 PSEUDO = "<"  # a name such as "<string>" or "<attrs generated init>": no file, trusted by no check
@@ -33,8 +33,7 @@ def claims(name, installed, root):
         if (path + "/").startswith(installed):
             return "installed"
     for path in (os.path.abspath(name), real):
-        base = path.rpartition("/")[2]
-        if path.startswith(root) and named_like_test(base) and base.endswith(".py"):  # (as origin.untrusted)
+        if path.startswith(root) and test_module_name(path.rpartition("/")[2]):  # (what origin.untrusted trusts)
             return "test"
     return None
 

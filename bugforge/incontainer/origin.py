@@ -26,7 +26,7 @@ import gc
 import types
 
 from .events import LOADS, REGISTERED, TRACING, WALKS
-from .installed import named_like_test
+from .installed import test_module_name
 
 CAPABILITIES = {
     "gc.get_objects": "get_objects",
@@ -55,8 +55,7 @@ def judges(root, own_dir, installed, seen, main, frozen, own_walk, entry):  # no
         if id(code) in seen.test_code:
             return False
         # (a test file by name: a library's wrapper of a test takes its name; no other code may: names.py)
-        name = filename.rpartition("/")[2]
-        return not filename.startswith(root) or not (named_like_test(name) and name.endswith(".py"))
+        return not filename.startswith(root) or not test_module_name(filename.rpartition("/")[2])
 
     def names(code, name):  # (a global's, an attribute's or a closure's name, or a constant: casecode's lookups)
         return any(type(n) is str and n == name for n in code.co_names + code.co_freevars + code.co_consts)
