@@ -231,24 +231,16 @@ def _submodules(mirror: Path, sha: str, dest: Path, url: str, depth: int = 0) ->
 
 
 def _fetch_mirror(url: str, sha: str) -> Path:
-    """A cached clone of `url` that has commit `sha` (fetched when it does not yet)."""
+    """A cached clone of `url` that has commit `sha` (fetched when it does not yet: clone_or_fetch)."""
     mirror = clone_path(url)
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    run = lambda *a: subprocess.run(a, capture_output=True, text=True, env=env, timeout=300)  # noqa: E731
-    has = lambda: run("git", "-C", str(mirror), "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0  # noqa: E731
-    if mirror.exists() and has():
-        return mirror
-    if mirror.exists():
-        r = run("git", "-C", str(mirror), "fetch", "--all", "--tags", "--quiet")
-    else:
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=mirror.parent))
-        r = run("git", "clone", "--quiet", "--no-checkout", url, str(tmp / "r"))
-        if r.returncode == 0:
-            (tmp / "r").rename(mirror)
-        shutil.rmtree(tmp, ignore_errors=True)
-    if r.returncode != 0:
-        raise BugforgeError(git_reason(r.stderr, r.returncode))
+    has = lambda: (
+        subprocess.run(  # noqa: E731
+            ["git", "-C", str(mirror), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True
+        ).returncode
+        == 0
+    )
+    if not (mirror.exists() and has()):
+        clone_or_fetch(url, mirror)
     if not has():
         raise BugforgeError(f"commit {sha[:10]} is not in {url}")
     return mirror
